@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+	"golang.org/x/term"
+
+	"github.com/podkeeper/podkeeper/podrunner"
+	"github.com/podkeeper/podkeeper/podrunner/api"
+	"github.com/podkeeper/podkeeper/podrunner/runtime"
+	"github.com/podkeeper/podkeeper/watcher"
+)
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return strings.ToLower(h)
+}
+
+func runCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML file setting any of these flags by name (flags on the command line win)"},
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podkeeper/manifests", Usage: "directory of pod manifests (*.yaml, *.yml, *.json)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "root-dir", Value: "/var/lib/podkeeper", Usage: "podkeeper's state: pod files, FIFOs, images/ to auto-import"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", Usage: "container logs, as <ns>_<pod>_<uid>/<container>/<n>.log"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd-address", Value: "/run/containerd/containerd.sock", Usage: "containerd socket"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd-namespace", Value: "podkeeper", Usage: "containerd namespace of podkeeper's containers"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd", Value: "external", Usage: "external: use (and wait for) the containerd at --containerd-address; managed: if none answers there, run one as podkeeper's child"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name; static pods are named <name>-<node-name>"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-socket", Value: defaultAPISocket, EnvVars: []string{"PODKEEPER_API_SOCKET"}, Usage: "unix socket of the local API (mode 0600)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pause-binary", Usage: "sandbox process binary (default: podkeeper-pause next to podkeeper, else in PATH)"}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
+	}
+	return &cli.Command{
+		Name:   "run",
+		Usage:  "run the agent: keep the pods of the manifest directory running",
+		Flags:  flags,
+		Before: altsrc.InitInputSourceWithContext(flags, altsrc.NewYamlSourceFromFlagFunc("config")),
+		Action: runAgent,
+	}
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "auto", "":
+		if term.IsTerminal(int(os.Stderr.Fd())) {
+			return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want auto, text or json", format)
+}
+
+// findPause locates the sandbox binary.
+func findPause(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "podkeeper-pause")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		p := filepath.Join(dir, "podkeeper-pause")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("podkeeper-pause not found next to podkeeper or in PATH (build it with `make build`, or give --pause-binary)")
+}
+
+// hostIP is the node's first global unicast IPv4 address.
+func hostIP() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	return ""
+}
+
+func runAgent(c *cli.Context) error {
+	log, err := newLogger(c.String("log-format"), c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(log)
+	pause, err := findPause(c.String("pause-binary"))
+	if err != nil {
+		return err
+	}
+	node := c.String("node-name")
+	root := c.String("root-dir")
+	for _, d := range []string{root, filepath.Join(root, "images"), c.String("log-dir")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	address := c.String("containerd-address")
+	switch mode := c.String("containerd"); mode {
+	case "external":
+	case "managed":
+		if runtime.Answers(address) {
+			log.Info("a containerd already answers; using it", "address", address)
+			break
+		}
+		m, err := runtime.StartManaged(ctx, runtime.ManagedConfig{
+			Address: address,
+			Root:    filepath.Join(root, "containerd"),
+			State:   filepath.Join(filepath.Dir(address), "state"),
+			LogFile: filepath.Join(root, "containerd.log"),
+			Logger:  log,
+		})
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+	default:
+		return fmt.Errorf("--containerd %q: want external or managed", mode)
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rec := podrunner.NewRecorder(node, 2000)
+	var mgr *podrunner.Manager
+	errs := &manifestErrors{}
+
+	// The API answers (with no pods) while containerd is still being waited for.
+	backend := &lateBackend{errs: errs}
+	srv := api.NewServer(backend, log)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Listen(ctx, c.String("api-socket")); err != nil {
+			log.Error("local API stopped", "err", err)
+			stop()
+		}
+	}()
+
+	rt, err := runtime.Connect(ctx, runtime.Config{
+		Address:     address,
+		Namespace:   c.String("containerd-namespace"),
+		RootDir:     root,
+		PauseBinary: pause,
+		Logger:      log,
+	})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	log.Info("connected to containerd", "address", address, "namespace", c.String("containerd-namespace"))
+	rt.ImportDir(ctx)
+
+	mgr = podrunner.NewManager(podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}, rt, rec)
+	backend.set(mgr)
+
+	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log))
+	snaps := make(chan watcher.Snapshot)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := src.Run(ctx, snaps); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("manifest source stopped", "err", err)
+			stop()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-snaps:
+				errs.set(s.Errors)
+				for _, fe := range s.Errors {
+					log.Warn("manifest problem", "file", fe.Path, "keptLastGood", fe.KeptLastGood, "err", fe.Err)
+				}
+				log.Info("desired state", "pods", len(s.Pods), "badFiles", len(s.Errors))
+				mgr.Update(s.Pods)
+			}
+		}
+	}()
+	go func() { // tarballs dropped into <root-dir>/images
+		defer wg.Done()
+		t := time.NewTicker(c.Duration("resync"))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				rt.ImportDir(ctx)
+			}
+		}
+	}()
+	log.Info("podkeeper running", "node", node, "manifestDir", c.String("manifest-dir"), "api", c.String("api-socket"))
+	err = mgr.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		log.Info("podkeeper stopping; pods keep running")
+		return nil
+	}
+	return err
+}
+
+// manifestErrors holds the latest snapshot's file problems for the API.
+type manifestErrors struct {
+	mu   sync.Mutex
+	list []watcher.FileError
+}
+
+func (m *manifestErrors) set(l []watcher.FileError) {
+	m.mu.Lock()
+	m.list = l
+	m.mu.Unlock()
+}
+
+func (m *manifestErrors) get() []api.ManifestError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]api.ManifestError, 0, len(m.list))
+	for _, e := range m.list {
+		out = append(out, api.ManifestError{Path: e.Path, Error: e.Error(), KeptLastGood: e.KeptLastGood})
+	}
+	return out
+}

@@ -1,0 +1,357 @@
+// Package podrunner is podkeeper's sync loop: a manager that diffs desired pods against known
+// ones, one worker per pod that plans (PlanPod, pure) and acts through the Runtime, restart
+// backoff, termination, status and events.
+package podrunner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Config tunes the manager.
+type Config struct {
+	NodeName string
+	LogDir   string
+	HostIP   string
+	Backoff  BackoffPolicy // zero: DefaultBackoff
+	Resync   time.Duration // safety-net relist of each pod; zero: 30s
+	Logger   *slog.Logger
+}
+
+// Manager owns the pod workers: one per pod UID. It is the only place desired state enters.
+type Manager struct {
+	cfg Config
+	rt  Runtime
+	rec *Recorder
+	log *slog.Logger
+
+	updates chan []*corev1.Pod // latest snapshot wins
+	ready   chan struct{}      // closed once the first snapshot is applied
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	byName  map[string]*worker     // namespace/name -> the live instance (running or terminating)
+	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
+	status  map[types.UID]*corev1.Pod
+	seen    map[types.UID]time.Time
+	ctx     context.Context
+	wg      sync.WaitGroup
+}
+
+// NewManager returns a manager; call Run to start it and Update to feed it.
+func NewManager(cfg Config, rt Runtime, rec *Recorder) *Manager {
+	if cfg.Backoff == (BackoffPolicy{}) {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Resync == 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Manager{
+		cfg:     cfg,
+		rt:      rt,
+		rec:     rec,
+		log:     cfg.Logger,
+		updates: make(chan []*corev1.Pod, 1),
+		ready:   make(chan struct{}),
+		workers: map[types.UID]*worker{},
+		byName:  map[string]*worker{},
+		pending: map[string]*corev1.Pod{},
+		status:  map[types.UID]*corev1.Pod{},
+		seen:    map[types.UID]time.Time{},
+	}
+}
+
+// Update hands the manager a full snapshot of desired pods. Never blocks: a snapshot not yet
+// applied is replaced by the newer one.
+func (m *Manager) Update(pods []*corev1.Pod) {
+	for {
+		select {
+		case m.updates <- pods:
+			return
+		default:
+		}
+		select {
+		case <-m.updates:
+		default:
+		}
+	}
+}
+
+// Ready is closed once the first snapshot has been applied (running pods adopted).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// Run applies snapshots and routes exit events until ctx ends. Nothing runs, starts or stops
+// before the first snapshot arrives: then running containers are adopted, orphans (pods no
+// longer in the snapshot) are terminated, and missing pods are started. When ctx ends the workers
+// stop where they are; running containers are left running for the next podkeeper to adopt.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	var first []*corev1.Pod
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case first = <-m.updates:
+	}
+	if err := m.adopt(ctx, first); err != nil {
+		return err
+	}
+	m.apply(first)
+	close(m.ready)
+	for {
+		select {
+		case <-ctx.Done():
+			m.wg.Wait()
+			return ctx.Err()
+		case pods := <-m.updates:
+			m.apply(pods)
+		case ev := <-m.rt.Exits():
+			m.mu.Lock()
+			w := m.workers[types.UID(ev.PodUID)]
+			m.mu.Unlock()
+			if w != nil {
+				w.wake()
+			}
+		}
+	}
+}
+
+// adopt finds pods podkeeper ran before it (re)started. Those not desired any more get a
+// terminating worker, so that a new instance of the same name waits for them.
+func (m *Manager) adopt(ctx context.Context, desired []*corev1.Pod) error {
+	var recs []ContainerRecord
+	for {
+		var err error
+		recs, err = m.rt.ListContainers(ctx, "")
+		if err == nil {
+			break
+		}
+		m.log.Warn("cannot list containers; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	want := map[types.UID]bool{}
+	for _, p := range desired {
+		want[p.UID] = true
+	}
+	orphans := map[types.UID]*corev1.Pod{}
+	adopted := map[types.UID]bool{}
+	for _, r := range recs {
+		uid := types.UID(r.PodUID)
+		if want[uid] {
+			adopted[uid] = true
+			continue
+		}
+		if _, ok := orphans[uid]; ok {
+			continue
+		}
+		grace := int64(r.GracePeriod / time.Second)
+		orphans[uid] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: r.PodName, Namespace: r.PodNamespace, UID: uid},
+			Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: &grace, RestartPolicy: corev1.RestartPolicyNever},
+		}
+	}
+	if len(adopted) > 0 || len(orphans) > 0 {
+		m.log.Info("found pods from before this start", "adopted", len(adopted), "toTerminate", len(orphans))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range orphans {
+		w := newWorker(m, p)
+		w.terminate = true
+		m.startWorkerLocked(w)
+	}
+	return nil
+}
+
+// apply diffs a snapshot against the known pods.
+func (m *Manager) apply(pods []*corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := map[types.UID]*corev1.Pod{}
+	wantName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		want[p.UID] = p
+		wantName[p.Namespace+"/"+p.Name] = p
+	}
+	for uid, w := range m.workers {
+		if p, ok := want[uid]; ok {
+			w.update(p)
+			continue
+		}
+		w.stop()
+	}
+	for name := range m.pending {
+		if _, ok := wantName[name]; !ok {
+			delete(m.pending, name)
+		}
+	}
+	for _, p := range pods {
+		if _, ok := m.workers[p.UID]; ok {
+			continue
+		}
+		name := p.Namespace + "/" + p.Name
+		if old := m.byName[name]; old != nil {
+			// A static pod's new instance waits until the old one has terminated.
+			m.pending[name] = p
+			continue
+		}
+		m.startWorkerLocked(newWorker(m, p))
+	}
+}
+
+func (m *Manager) startWorkerLocked(w *worker) {
+	m.workers[w.uid] = w
+	m.byName[w.fullName] = w
+	if _, ok := m.seen[w.uid]; !ok {
+		m.seen[w.uid] = time.Now()
+	}
+	ctx := m.ctx
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run(ctx)
+	}()
+}
+
+// workerDone is called by a worker whose pod is fully gone.
+func (m *Manager) workerDone(w *worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.workers, w.uid)
+	delete(m.status, w.uid)
+	delete(m.seen, w.uid)
+	if m.byName[w.fullName] == w {
+		delete(m.byName, w.fullName)
+	}
+	if next := m.pending[w.fullName]; next != nil {
+		delete(m.pending, w.fullName)
+		m.startWorkerLocked(newWorker(m, next))
+	}
+}
+
+func (m *Manager) setStatus(p *corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, live := m.workers[p.UID]; !live {
+		return
+	}
+	if seen, ok := m.seen[p.UID]; ok {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format(time.RFC3339Nano)
+		p.CreationTimestamp = metav1.NewTime(seen)
+	}
+	m.status[p.UID] = p
+}
+
+// Pods returns every pod the manager knows with its latest status, including pods waiting for
+// an older instance to end (Pending), sorted by namespace and name.
+func (m *Manager) Pods() []*corev1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(m.status)+len(m.pending))
+	for _, p := range m.status {
+		out = append(out, p.DeepCopy())
+	}
+	for _, p := range m.pending {
+		q := p.DeepCopy()
+		q.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		}}}
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].DeletionTimestamp != nil // the terminating instance first
+	})
+	return out
+}
+
+// FindPod finds a pod by its full name (<name>-<node>) or by the name in its manifest, in
+// namespace ns (any namespace when ns is empty). The running instance wins over a terminating one.
+func (m *Manager) FindPod(ns, name string) (*corev1.Pod, error) {
+	var names []string
+	var found *corev1.Pod
+	for _, p := range m.Pods() {
+		if ns != "" && p.Namespace != ns {
+			continue
+		}
+		names = append(names, p.Name)
+		if p.Name == name || p.Annotations["podkeeper.io/manifest-name"] == name {
+			if found == nil || found.DeletionTimestamp != nil {
+				found = p
+			}
+		}
+	}
+	if found == nil {
+		if len(names) == 0 {
+			return nil, fmt.Errorf("pod %s %w (no pods)", name, ErrNotFound)
+		}
+		return nil, fmt.Errorf("pod %s %w (pods: %s)", name, ErrNotFound, strings.Join(names, ", "))
+	}
+	return found, nil
+}
+
+// Events returns the recorded events (of one pod when uid is set).
+func (m *Manager) Events(uid types.UID) []corev1.Event { return m.rec.Events(uid) }
+
+// ContainerLogPath returns the log file of a container of pod: the newest instance, or the one
+// before it with previous.
+func (m *Manager) ContainerLogPath(ctx context.Context, pod *corev1.Pod, container string, previous bool) (string, error) {
+	recs, err := m.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return "", err
+	}
+	v := NewPodView(recs)
+	if _, ok := v.Containers[container]; !ok {
+		var names []string
+		for _, c := range allContainers(pod) {
+			names = append(names, c.Name)
+		}
+		return "", fmt.Errorf("container %s %w in pod %s (containers: %s)", container, ErrNotFound, pod.Name, strings.Join(names, ", "))
+	}
+	r, ok := v.Latest(container)
+	if previous {
+		r, ok = v.Previous(container)
+		if !ok {
+			return "", fmt.Errorf("previous terminated container %s in pod %s %w", container, pod.Name, ErrNotFound)
+		}
+	}
+	if r.LogPath != "" {
+		return r.LogPath, nil
+	}
+	return m.LogPath(pod, container, r.Attempt), nil
+}
+
+// SpecHash is a short hash of a container's spec, kept in its labels for reference.
+func SpecHash(c *corev1.Container) string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,336 @@
+package podrunner
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodView is what the runtime shows of one pod, grouped for planning. Build it with NewPodView.
+type PodView struct {
+	Sandboxes  []ContainerRecord            // newest attempt first
+	Containers map[string][]ContainerRecord // by container name, newest attempt first
+}
+
+// NewPodView groups a pod's container records.
+func NewPodView(recs []ContainerRecord) PodView {
+	v := PodView{Containers: map[string][]ContainerRecord{}}
+	for _, r := range recs {
+		if r.Kind == KindSandbox {
+			v.Sandboxes = append(v.Sandboxes, r)
+			continue
+		}
+		v.Containers[r.Name] = append(v.Containers[r.Name], r)
+	}
+	newestFirst := func(rs []ContainerRecord) {
+		sort.Slice(rs, func(i, j int) bool {
+			if rs[i].Attempt != rs[j].Attempt {
+				return rs[i].Attempt > rs[j].Attempt
+			}
+			return rs[i].CreatedAt.After(rs[j].CreatedAt)
+		})
+	}
+	newestFirst(v.Sandboxes)
+	for _, rs := range v.Containers {
+		newestFirst(rs)
+	}
+	return v
+}
+
+// Sandbox returns the newest sandbox, if any.
+func (v PodView) Sandbox() (ContainerRecord, bool) {
+	if len(v.Sandboxes) == 0 {
+		return ContainerRecord{}, false
+	}
+	return v.Sandboxes[0], true
+}
+
+// Latest returns the newest instance of a container, if any.
+func (v PodView) Latest(name string) (ContainerRecord, bool) {
+	rs := v.Containers[name]
+	if len(rs) == 0 {
+		return ContainerRecord{}, false
+	}
+	return rs[0], true
+}
+
+// Previous returns the instance before the newest, if any (the lastState of a container).
+func (v PodView) Previous(name string) (ContainerRecord, bool) {
+	rs := v.Containers[name]
+	if len(rs) < 2 {
+		return ContainerRecord{}, false
+	}
+	return rs[1], true
+}
+
+// Running reports whether any container (not the sandbox) is running.
+func (v PodView) Running() bool {
+	for _, rs := range v.Containers {
+		if len(rs) > 0 && rs[0].State == StateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// RestartGate tells the planner the earliest time an exited instance may be replaced (the
+// worker's CrashLoopBackOff memory). The zero time means now.
+type RestartGate func(ContainerRecord) time.Time
+
+// Plan is what a pod needs next. The worker executes it and plans again until a plan asks for
+// nothing; the planner never performs anything itself.
+type Plan struct {
+	// KillPod: the sandbox is gone while containers run; stop them all, then plan again.
+	KillPod bool
+	// CreateSandbox with SandboxAttempt; nothing else is planned until it exists.
+	CreateSandbox  bool
+	SandboxAttempt int
+	// StopSandbox: the pod reached Succeeded or Failed; its sandbox can go.
+	StopSandbox bool
+	Start       []StartAction
+	// Waiting says why a container is not running and not started now.
+	Waiting map[string]Waiting
+	// Remove lists container IDs no longer needed (instances older than the previous one, dead
+	// sandboxes other than the newest).
+	Remove []string
+	// WakeAt is when the plan changes by itself (a backoff expires); zero if never.
+	WakeAt time.Time
+	Phase  corev1.PodPhase
+}
+
+// StartAction starts one container instance.
+type StartAction struct {
+	Container *corev1.Container
+	Kind      ContainerKind
+	Attempt   int
+}
+
+// Waiting is a container's waiting state as the kubelet reports it.
+type Waiting struct {
+	Reason  string
+	Message string
+	Until   time.Time
+}
+
+// Reasons of waiting containers, as the kubelet reports them.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+)
+
+// shouldRestart applies a restart policy to an exit code.
+func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// belongsTo reports whether an instance ran in the given sandbox generation: it started after the
+// sandbox did. Instances from before a sandbox was replaced do not count as done.
+func belongsTo(r, sandbox ContainerRecord) bool {
+	return !r.StartedAt.Before(sandbox.StartedAt.Add(-time.Second))
+}
+
+// PlanPod decides what pod needs now, given what the runtime shows and when exited instances may
+// be replaced. Pure: the same inputs give the same plan.
+func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
+	p := Plan{Waiting: map[string]Waiting{}}
+	p.Remove = removable(pod, v)
+	p.Phase = PodPhase(pod, v)
+	sb, hasSB := v.Sandbox()
+
+	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
+		if hasSB && sb.State == StateRunning {
+			p.StopSandbox = true
+		}
+		return p
+	}
+	if !hasSB || sb.State != StateRunning {
+		if v.Running() {
+			p.KillPod = true
+			return p
+		}
+		p.CreateSandbox = true
+		if hasSB {
+			p.SandboxAttempt = sb.Attempt + 1
+		}
+		for _, c := range allContainers(pod) {
+			p.Waiting[c.Name] = Waiting{Reason: ReasonContainerCreating}
+		}
+		return p
+	}
+
+	policy := pod.Spec.RestartPolicy
+	// Init containers: in order, each to success before the next.
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		latest, ok := v.Latest(c.Name)
+		if ok && !belongsTo(latest, sb) && latest.State != StateRunning {
+			ok = false // from an earlier sandbox: run it again
+			latest.Attempt++
+		}
+		switch {
+		case !ok:
+			p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
+		case latest.State == StateRunning:
+		case latest.State == StateExited && latest.ExitCode == 0:
+			continue
+		case latest.State == StateExited:
+			if policy == corev1.RestartPolicyNever {
+				return p // PodPhase already says Failed
+			}
+			p.restartOrWait(c, KindInit, latest, gate, now)
+		default: // created but never started (crash mid-create): start that attempt again
+			p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
+		}
+		for _, a := range pod.Spec.Containers {
+			p.Waiting[a.Name] = Waiting{Reason: ReasonPodInitializing}
+		}
+		return p
+	}
+
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest, ok := v.Latest(c.Name)
+		switch {
+		case !ok:
+			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp})
+		case latest.State == StateRunning:
+		case latest.State == StateExited:
+			if shouldRestart(policy, latest.ExitCode) {
+				p.restartOrWait(c, KindApp, latest, gate, now)
+			}
+		default:
+			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp, Attempt: latest.Attempt})
+		}
+	}
+	return p
+}
+
+func (p *Plan) restartOrWait(c *corev1.Container, kind ContainerKind, latest ContainerRecord, gate RestartGate, now time.Time) {
+	var notBefore time.Time
+	if gate != nil {
+		notBefore = gate(latest)
+	}
+	if !now.Before(notBefore) {
+		p.Start = append(p.Start, StartAction{Container: c, Kind: kind, Attempt: latest.Attempt + 1})
+		return
+	}
+	wait := notBefore.Sub(latest.FinishedAt).Round(time.Second)
+	if latest.FinishedAt.IsZero() {
+		wait = notBefore.Sub(now).Round(time.Second)
+	}
+	p.Waiting[c.Name] = Waiting{
+		Reason:  ReasonCrashLoopBackOff,
+		Message: fmt.Sprintf("back-off %s restarting failed container=%s", wait, c.Name),
+		Until:   notBefore,
+	}
+	if p.WakeAt.IsZero() || notBefore.Before(p.WakeAt) {
+		p.WakeAt = notBefore
+	}
+}
+
+// removable lists instances the pod no longer needs: for each container all but the newest two
+// (the newest and the previous one serve status and `logs --previous`), for sandboxes all dead
+// ones but the newest, and instances of containers no longer in the spec.
+func removable(pod *corev1.Pod, v PodView) []string {
+	var out []string
+	known := map[string]bool{}
+	for _, c := range allContainers(pod) {
+		known[c.Name] = true
+	}
+	names := make([]string, 0, len(v.Containers))
+	for n := range v.Containers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for i, r := range v.Containers[n] {
+			if r.State == StateRunning {
+				continue
+			}
+			if !known[n] || i >= 2 {
+				out = append(out, r.ID)
+			}
+		}
+	}
+	for i, s := range v.Sandboxes {
+		if i > 0 && s.State != StateRunning {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+func allContainers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// PodPhase computes the pod phase from its containers as the kubelet does.
+//   - Pending: init containers not done, or some container never started.
+//   - Running: some container runs, or will be restarted.
+//   - Succeeded: every container ended with 0 and none will restart.
+//   - Failed: every container ended, one failed, and none will restart.
+func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
+	policy := pod.Spec.RestartPolicy
+	sb, hasSB := v.Sandbox()
+	for _, c := range pod.Spec.InitContainers {
+		latest, ok := v.Latest(c.Name)
+		if ok && hasSB && !belongsTo(latest, sb) && latest.State != StateRunning {
+			ok = false
+		}
+		if !ok || latest.State != StateExited {
+			return corev1.PodPending
+		}
+		if latest.ExitCode != 0 {
+			if policy == corev1.RestartPolicyNever {
+				return corev1.PodFailed
+			}
+			return corev1.PodPending
+		}
+	}
+	running, succeeded, failed, restarting := 0, 0, 0, 0
+	for _, c := range pod.Spec.Containers {
+		latest, ok := v.Latest(c.Name)
+		switch {
+		case !ok || latest.State == StateCreated || latest.State == StateUnknown:
+			if ok && latest.Attempt > 0 {
+				restarting++
+				continue
+			}
+			return corev1.PodPending
+		case latest.State == StateRunning:
+			running++
+		case shouldRestart(policy, latest.ExitCode):
+			restarting++
+		case latest.ExitCode == 0:
+			succeeded++
+		default:
+			failed++
+		}
+	}
+	switch {
+	case running > 0 || restarting > 0:
+		return corev1.PodRunning
+	case failed > 0:
+		return corev1.PodFailed
+	case succeeded > 0:
+		return corev1.PodSucceeded
+	}
+	return corev1.PodPending
+}

@@ -1,0 +1,136 @@
+package podrunner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Runtime is everything the pod workers need from the container runtime. containerd sits behind
+// it (package podrunner/runtime); a scriptable fake serves the unit tests.
+//
+// Contract:
+//   - Every method blocks until the runtime has done what it says or failed; none keeps state about a
+//     pod that cannot be rebuilt from ListContainers (labels are the record of what runs).
+//   - A pod's containers are written only by that pod's worker: the runtime never starts, stops or
+//     removes a container on its own.
+//   - Create* methods are not idempotent (a new ID each time); Stop*, Remove* and Finalize are: doing
+//     them twice, or on something already gone, is not an error.
+type Runtime interface {
+	// EnsureImage makes ref usable for a container according to policy (pulling, unpacking or
+	// importing from the node's image directory as needed) and reports what it did.
+	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (ImageResult, error)
+
+	// CreateSandbox creates and starts the pod's sandbox (the process holding its namespaces).
+	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1).
+	CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (ContainerRecord, error)
+
+	// StartContainer creates and starts container c of pod inside sandbox, with its output written
+	// to logPath in the CRI format. It returns the record of the running container. The exit of a
+	// container that fails to start is reported as an error and leaves no running task behind.
+	StartContainer(ctx context.Context, req StartRequest) (ContainerRecord, error)
+
+	// StopContainer asks the container's process to stop with signal (0: the image's stop signal,
+	// else SIGTERM), waits up to grace, then kills it with SIGKILL and waits for the exit. It returns
+	// once the process is gone (or ctx ends). Stopping a container that is not running is a no-op.
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+
+	// Finalize records a stopped container's exit in its labels and releases its task (shim
+	// resources, FIFOs). The container record stays for lastState and `logs --previous`.
+	Finalize(ctx context.Context, id string) (ContainerRecord, error)
+
+	// RemoveContainer deletes a container record, its task and its filesystem snapshot.
+	RemoveContainer(ctx context.Context, id string) error
+
+	// ListContainers returns the containers podkeeper created for pod podUID (every pod's when
+	// podUID is empty), sandboxes included, with the task state containerd reports now.
+	ListContainers(ctx context.Context, podUID string) ([]ContainerRecord, error)
+
+	// RemovePodFiles deletes what the runtime keeps on disk for a pod (generated files, emptyDir
+	// volumes). Call once all the pod's containers are removed.
+	RemovePodFiles(podUID string) error
+
+	// Exits delivers a hint each time a podkeeper task exits. It is a hint only: receivers re-read
+	// state with ListContainers. The channel is never closed while the runtime lives.
+	Exits() <-chan ExitEvent
+}
+
+// StartRequest is what StartContainer needs to run one container instance.
+type StartRequest struct {
+	Pod       *corev1.Pod
+	Sandbox   ContainerRecord
+	Container *corev1.Container
+	Kind      ContainerKind // App or Init
+	Attempt   int           // the restart count this instance is started with
+	LogPath   string
+	SpecHash  string
+}
+
+// ImageResult reports how an image was made available.
+type ImageResult struct {
+	Ref      string // normalised reference, e.g. docker.io/library/busybox:latest
+	ID       string // image ID (config digest)
+	Pulled   bool   // a registry pull happened
+	Size     int64  // bytes of content pulled, when pulled
+	Duration time.Duration
+	Warning  string // non-fatal problem, e.g. pull failed but a local copy was used
+}
+
+// ContainerKind tells sandboxes, init containers and app containers apart.
+type ContainerKind string
+
+const (
+	KindSandbox ContainerKind = "sandbox"
+	KindInit    ContainerKind = "init"
+	KindApp     ContainerKind = "app"
+)
+
+// ContainerState is the state of a container's task as containerd sees it.
+type ContainerState string
+
+const (
+	StateCreated ContainerState = "created" // no task, or a task not started yet
+	StateRunning ContainerState = "running"
+	StateExited  ContainerState = "exited"
+	StateUnknown ContainerState = "unknown"
+)
+
+// ContainerRecord is what the runtime knows of one container: its labels plus its task state.
+type ContainerRecord struct {
+	ID           string
+	PodUID       string
+	PodName      string
+	PodNamespace string
+	Name         string // container name; empty for a sandbox
+	Kind         ContainerKind
+	Attempt      int // restart count of this instance (sandbox: sandbox attempt)
+	SpecHash     string
+	Image        string
+	ImageID      string
+	LogPath      string
+	State        ContainerState
+	TaskPresent  bool // a task (and shim resources) still exists; Finalize releases it
+	PID          uint32
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	ExitCode     int32
+	Reason       string // why it ended, when known (Completed, Error, ...)
+	Message      string
+	// GracePeriod is the pod's terminationGracePeriodSeconds when the container was created, so a
+	// pod whose manifest vanished while podkeeper was down still stops with the grace it asked for.
+	GracePeriod time.Duration
+}
+
+// ExitEvent is a hint that a task of a pod exited.
+type ExitEvent struct {
+	PodUID      string
+	ContainerID string
+	ExitCode    uint32
+	ExitedAt    time.Time
+}
+
+// ErrNotFound is returned (wrapped) for a container or image that does not exist.
+var ErrNotFound = errors.New("not found")

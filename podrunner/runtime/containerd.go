@@ -1,0 +1,852 @@
+// Package runtime is podkeeper's only door to containerd: images, sandboxes, containers, tasks and
+// exit events. It implements podrunner.Runtime. Labels on containerd containers are the record of
+// what runs; the only state kept in memory is the set of log copiers of running tasks, rebuilt by
+// attaching to the tasks' FIFOs after a restart.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	eventsapi "github.com/containerd/containerd/api/events"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
+	"github.com/podkeeper/podkeeper/podrunner/crilog"
+)
+
+// Config says where containerd is and where podkeeper keeps its files.
+type Config struct {
+	Address     string // containerd socket
+	Namespace   string // containerd namespace of podkeeper's containers
+	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
+	PauseBinary string // static binary run as each pod's sandbox process
+	Snapshotter string // default overlayfs
+	Logger      *slog.Logger
+}
+
+// Runtime implements podrunner.Runtime on containerd.
+type Runtime struct {
+	cfg    Config
+	client *containerd.Client
+	log    *slog.Logger
+	exits  chan podrunner.ExitEvent
+
+	mu      sync.Mutex
+	running map[string]*taskIO // container ID -> log copier of a live task
+	podOf   map[string]string  // container ID -> pod UID, to route exit events
+
+	images *imageImporter
+}
+
+// taskIO is a live task together with the writer its output goes to.
+type taskIO struct {
+	task containerd.Task
+	logw *crilog.Writer
+	outs []io.Closer
+}
+
+var _ podrunner.Runtime = (*Runtime)(nil)
+
+// Connect dials containerd, retrying every few seconds (with a log line each time) until it answers
+// or ctx ends, prepares the sandbox root filesystem, then starts watching task exits.
+func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
+	r, err := dial(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.prepareSandboxRootfs(); err != nil {
+		r.client.Close()
+		return nil, err
+	}
+	go r.watchExits(ctx)
+	return r, nil
+}
+
+// Dial connects once, for short commands (image import, image ls): no retries, no sandboxes, no
+// exit events.
+func Dial(ctx context.Context, cfg Config) (*Runtime, error) { return dial(ctx, cfg, false) }
+
+func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
+	if cfg.Snapshotter == "" {
+		cfg.Snapshotter = "overlayfs"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var client *containerd.Client
+	for attempt := 1; ; attempt++ {
+		c, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(5*time.Second))
+		if err == nil {
+			if _, err = c.Version(ctx); err == nil {
+				client = c
+				break
+			}
+			c.Close()
+		}
+		if !retry {
+			return nil, fmt.Errorf("cannot reach containerd at %s: %w", cfg.Address, err)
+		}
+		cfg.Logger.Warn("containerd is not answering; retrying in 2s", "address", cfg.Address, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+	r := &Runtime{
+		cfg:     cfg,
+		client:  client,
+		log:     cfg.Logger,
+		exits:   make(chan podrunner.ExitEvent, 1024),
+		running: map[string]*taskIO{},
+		podOf:   map[string]string{},
+	}
+	r.images = newImageImporter(r, filepath.Join(cfg.RootDir, "images"))
+	return r, nil
+}
+
+// Close releases the client. Running containers are not touched.
+func (r *Runtime) Close() error { return r.client.Close() }
+
+// Client exposes the containerd client for the image commands of the CLI and for tests.
+func (r *Runtime) Client() *containerd.Client { return r.client }
+
+func (r *Runtime) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+// Exits implements podrunner.Runtime.
+func (r *Runtime) Exits() <-chan podrunner.ExitEvent { return r.exits }
+
+// watchExits turns containerd's /tasks/exit events into ExitEvents, resubscribing when the stream
+// breaks (containerd restarted). The pod workers' periodic relist covers any gap.
+func (r *Runtime) watchExits(ctx context.Context) {
+	for ctx.Err() == nil {
+		sub, cancel := context.WithCancel(ctx)
+		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit"`, `namespace==`+r.cfg.Namespace)
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				cancel()
+				return
+			case err := <-errc:
+				if err != nil && ctx.Err() == nil {
+					r.log.Warn("containerd event stream broken; resubscribing", "err", err)
+				}
+				break loop
+			case env := <-evc:
+				if env == nil || env.Event == nil {
+					continue
+				}
+				v, err := typeurl.UnmarshalAny(env.Event)
+				if err != nil {
+					continue
+				}
+				e, ok := v.(*eventsapi.TaskExit)
+				if !ok || e.ID != e.ContainerID { // exec processes are not container exits
+					continue
+				}
+				uid := r.podUID(ctx, e.ContainerID)
+				if uid == "" {
+					continue
+				}
+				ev := podrunner.ExitEvent{PodUID: uid, ContainerID: e.ContainerID, ExitCode: e.ExitStatus}
+				if e.ExitedAt != nil {
+					ev.ExitedAt = e.ExitedAt.AsTime()
+				}
+				select {
+				case r.exits <- ev:
+				default:
+					r.log.Warn("exit events backlog full; relist will catch up", "container", e.ContainerID)
+				}
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Runtime) podUID(ctx context.Context, id string) string {
+	r.mu.Lock()
+	uid, ok := r.podOf[id]
+	r.mu.Unlock()
+	if ok {
+		return uid
+	}
+	c, err := r.client.LoadContainer(r.ctx(ctx), id)
+	if err != nil {
+		return ""
+	}
+	labels, err := c.Labels(r.ctx(ctx))
+	if err != nil {
+		return ""
+	}
+	uid = labels[LabelPodUID]
+	if uid != "" {
+		r.mu.Lock()
+		r.podOf[id] = uid
+		r.mu.Unlock()
+	}
+	return uid
+}
+
+// sandboxRootfs is the read-only root of every sandbox: just the pause binary.
+func (r *Runtime) sandboxRootfs() string { return filepath.Join(r.cfg.RootDir, "sandbox", "rootfs") }
+
+func (r *Runtime) prepareSandboxRootfs() error {
+	root := r.sandboxRootfs()
+	for _, d := range []string{"proc", "dev", "sys", "etc", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return fmt.Errorf("prepare sandbox rootfs: %w", err)
+		}
+	}
+	if r.cfg.PauseBinary == "" {
+		return errors.New("prepare sandbox rootfs: no pause binary configured")
+	}
+	src, err := os.ReadFile(r.cfg.PauseBinary)
+	if err != nil {
+		return fmt.Errorf("prepare sandbox rootfs: read pause binary: %w", err)
+	}
+	dst := filepath.Join(root, "pause")
+	if cur, err := os.ReadFile(dst); err == nil && string(cur) == string(src) {
+		return nil
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, src, 0o755); err != nil {
+		return fmt.Errorf("prepare sandbox rootfs: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("prepare sandbox rootfs: %w", err)
+	}
+	return nil
+}
+
+// containerID names a container instance: <first 16 of pod UID>.<name>.<attempt>. Container names
+// are DNS labels, so the dots keep the parts apart and the sandbox ("sandbox") can't collide with
+// a container, because its name part carries a leading underscore-free fixed token.
+func containerID(podUID, name string, attempt int) string {
+	u := strings.ReplaceAll(podUID, "-", "")
+	if len(u) > 16 {
+		u = u[:16]
+	}
+	if len(name) > 48 {
+		name = name[:48]
+	}
+	return u + "." + name + "." + strconv.Itoa(attempt)
+}
+
+func sandboxID(podUID string, attempt int) string { return containerID(podUID, "_sandbox", attempt) }
+
+func (r *Runtime) baseLabels(pod *corev1.Pod, kind podrunner.ContainerKind, name string, attempt int) map[string]string {
+	return map[string]string{
+		LabelPodUID:        string(pod.UID),
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelContainerName: name,
+		LabelKind:          string(kind),
+		LabelAttempt:       strconv.Itoa(attempt),
+		LabelStartedAt:     formatTime(time.Now()),
+		LabelGrace:         strconv.FormatInt(gracePeriod(pod), 10),
+	}
+}
+
+func gracePeriod(pod *corev1.Pod) int64 {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return 30
+}
+
+// CreateSandbox implements podrunner.Runtime.
+func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (podrunner.ContainerRecord, error) {
+	ctx = r.ctx(ctx)
+	id := strings.Replace(sandboxID(string(pod.UID), attempt), "_", "", 1)
+	labels := r.baseLabels(pod, podrunner.KindSandbox, "", attempt)
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpec(),
+		oci.WithRootFSPath(r.sandboxRootfs()),
+		oci.WithRootFSReadonly(),
+		oci.WithProcessArgs("/pause"),
+		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
+		oci.WithoutRunMount,
+	}
+	if pod.Spec.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		opts = append(opts, oci.WithHostname(PodHostname(pod)))
+	}
+	c, err := r.client.NewContainer(ctx, id,
+		containerd.WithContainerLabels(labels),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithNewSpec(opts...),
+	)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	r.remember(id, string(pod.UID))
+	task, err := c.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		_ = c.Delete(ctx)
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox task %s: %w", id, err)
+	}
+	if err := task.Start(ctx); err != nil {
+		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		_ = c.Delete(ctx)
+		return podrunner.ContainerRecord{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	if !pod.Spec.HostNetwork {
+		if err := loopbackUp(task.Pid()); err != nil {
+			r.log.Warn("could not bring up loopback in pod network namespace", "pod", pod.Name, "err", err)
+		}
+	}
+	rec := recordFromLabels(id, labels)
+	rec.State = podrunner.StateRunning
+	rec.TaskPresent = true
+	rec.PID = task.Pid()
+	return rec, nil
+}
+
+// StartContainer implements podrunner.Runtime.
+func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest) (podrunner.ContainerRecord, error) {
+	ctx = r.ctx(ctx)
+	pod, ctr := req.Pod, req.Container
+	id := containerID(string(pod.UID), ctr.Name, req.Attempt)
+	ref, err := NormalizeRef(ctr.Image)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	image, err := r.client.GetImage(ctx, ref)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("image %s: %w", ref, err)
+	}
+	labels := r.baseLabels(pod, req.Kind, ctr.Name, req.Attempt)
+	labels[LabelSpecHash] = req.SpecHash
+	labels[LabelLogPath] = req.LogPath
+	labels[LabelImageRef] = ref
+	labels[LabelImageID] = image.Target().Digest.String()
+
+	specOpts, err := r.containerSpecOpts(ctx, image, req)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	// A leftover from a crash between create and record (same ID) is replaced.
+	if old, err := r.client.LoadContainer(ctx, id); err == nil {
+		r.deleteContainer(ctx, old)
+	}
+	c, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(image),
+		containerd.WithImageStopSignal(image, "SIGTERM"),
+		containerd.WithNewSnapshot(id, image),
+		containerd.WithContainerLabels(labels),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithNewSpec(specOpts...),
+	)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	r.remember(id, string(pod.UID))
+	rec := recordFromLabels(id, labels)
+
+	tio, err := r.newTaskIO(req.LogPath)
+	if err != nil {
+		return rec, r.cannotRun(ctx, c, fmt.Errorf("open log %s: %w", req.LogPath, err))
+	}
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr")), cio.WithFIFODir(r.fifoDir())))
+	if err != nil {
+		tio.close()
+		return rec, r.cannotRun(ctx, c, err)
+	}
+	tio.task = task
+	if err := task.Start(ctx); err != nil {
+		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		tio.close()
+		return rec, r.cannotRun(ctx, c, err)
+	}
+	r.mu.Lock()
+	r.running[id] = tio
+	r.mu.Unlock()
+	rec.State = podrunner.StateRunning
+	rec.TaskPresent = true
+	rec.PID = task.Pid()
+	return rec, nil
+}
+
+// cannotRun records a container that could not start as exited with ContainerCannotRun, so the
+// worker's restart policy and backoff apply to it like to any exit.
+func (r *Runtime) cannotRun(ctx context.Context, c containerd.Container, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	_, _ = c.SetLabels(ctx, map[string]string{
+		LabelFinishedAt: formatTime(time.Now()),
+		LabelExitCode:   "128",
+		LabelReason:     "ContainerCannotRun",
+		LabelMessage:    msg,
+	})
+	return fmt.Errorf("start container %s: %w", c.ID(), cause)
+}
+
+func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RootDir, "fifo") }
+
+func (r *Runtime) remember(id, uid string) {
+	r.mu.Lock()
+	r.podOf[id] = uid
+	r.mu.Unlock()
+}
+
+// containerSpecOpts builds the OCI spec of an app or init container.
+func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image, req podrunner.StartRequest) ([]oci.SpecOpts, error) {
+	pod, ctr := req.Pod, req.Container
+	cfg, err := imageConfig(ctx, image)
+	if err != nil {
+		return nil, err
+	}
+	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
+	vars := map[string]string{}
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
+	expand := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = ExpandEnv(s, vars)
+		}
+		return out
+	}
+	args := ContainerArgs(cfg.Entrypoint, cfg.Cmd, expand(ctr.Command), expand(ctr.Args))
+	if len(args) == 0 {
+		return nil, fmt.Errorf("container %q: no command: the image has no entrypoint or cmd and the pod gives none", ctr.Name)
+	}
+	cwd := cfg.WorkingDir
+	if ctr.WorkingDir != "" {
+		cwd = ctr.WorkingDir
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	podFiles, err := writePodFiles(r.cfg.RootDir, pod)
+	if err != nil {
+		return nil, err
+	}
+	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr)
+	if err != nil {
+		return nil, err
+	}
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpec(),
+		oci.WithImageConfig(image), // user, and defaults later overridden below
+		oci.WithProcessArgs(args...),
+		oci.WithProcessCwd(cwd),
+		withEnv(MergeEnv(cfg.Env, env)),
+		oci.WithMounts(append(podFiles, vols...)),
+		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
+	}
+	if pod.Spec.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		opts = append(opts, oci.WithHostname(PodHostname(pod)))
+	}
+	pid := req.Sandbox.PID
+	if pid == 0 {
+		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
+	}
+	join := []specs.LinuxNamespaceType{specs.IPCNamespace}
+	if !pod.Spec.HostNetwork {
+		join = append(join, specs.NetworkNamespace, specs.UTSNamespace)
+	}
+	for _, ns := range join {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: ns, Path: fmt.Sprintf("/proc/%d/ns/%s", pid, nsFile(ns))}))
+	}
+	if ctr.TTY {
+		opts = append(opts, oci.WithTTY)
+	}
+	return opts, nil
+}
+
+func nsFile(t specs.LinuxNamespaceType) string {
+	switch t {
+	case specs.NetworkNamespace:
+		return "net"
+	case specs.IPCNamespace:
+		return "ipc"
+	case specs.UTSNamespace:
+		return "uts"
+	case specs.PIDNamespace:
+		return "pid"
+	}
+	return string(t)
+}
+
+// withEnv replaces the process environment (oci.WithEnv merges; we pass the merged list).
+func withEnv(env []string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		s.Process.Env = env
+		return nil
+	}
+}
+
+// resolveEnvSource resolves the downward-API sources podkeeper knows without other documents.
+func resolveEnvSource(pod *corev1.Pod, _ *corev1.Container, e corev1.EnvVar) string {
+	if e.ValueFrom.FieldRef != nil {
+		switch e.ValueFrom.FieldRef.FieldPath {
+		case "metadata.name":
+			return pod.Name
+		case "metadata.namespace":
+			return pod.Namespace
+		case "metadata.uid":
+			return string(pod.UID)
+		case "spec.nodeName":
+			return pod.Spec.NodeName
+		case "spec.serviceAccountName":
+			return pod.Spec.ServiceAccountName
+		}
+	}
+	return ""
+}
+
+// newTaskIO opens the CRI log writer a task's stdout and stderr go to.
+func (r *Runtime) newTaskIO(logPath string) (*taskIO, error) {
+	w, err := crilog.NewWriter(logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &taskIO{logw: w}, nil
+}
+
+func (t *taskIO) stream(name string) io.Writer {
+	s := t.logw.Stream(name)
+	t.outs = append(t.outs, s)
+	return s
+}
+
+// close flushes both streams and the file. Call after the task's IO has drained.
+func (t *taskIO) close() {
+	for _, c := range t.outs {
+		_ = c.Close()
+	}
+	_ = t.logw.Close()
+}
+
+// StopContainer implements podrunner.Runtime.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load task %s: %w", id, err)
+	}
+	st, err := task.Status(ctx)
+	if err == nil && st.Status == containerd.Stopped {
+		return nil
+	}
+	waitc, err := task.Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("wait task %s: %w", id, err)
+	}
+	sig, err := containerd.GetStopSignal(ctx, c, syscall.SIGTERM)
+	if err != nil {
+		sig = syscall.SIGTERM
+	}
+	if grace > 0 {
+		if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("signal %s to %s: %w", sig, id, err)
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-waitc:
+			return nil
+		case <-t.C:
+			r.log.Info("grace period over; killing", "container", id, "grace", grace)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("kill %s: %w", id, err)
+	}
+	select {
+	case <-waitc:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Finalize implements podrunner.Runtime.
+func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerRecord, error) {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("load container %s: %w", id, wrapNotFound(err))
+	}
+	r.mu.Lock()
+	tio := r.running[id]
+	delete(r.running, id)
+	r.mu.Unlock()
+	var task containerd.Task
+	if tio != nil {
+		task = tio.task
+	} else if t, err := c.Task(ctx, nil); err == nil {
+		task = t
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("labels of %s: %w", id, err)
+	}
+	if task != nil {
+		st, err := task.Delete(ctx)
+		if err != nil && !errdefs.IsNotFound(err) {
+			if tio != nil { // keep tracking it: Finalize is retried
+				r.mu.Lock()
+				r.running[id] = tio
+				r.mu.Unlock()
+			}
+			return podrunner.ContainerRecord{}, fmt.Errorf("delete task %s: %w", id, err)
+		}
+		if tio != nil {
+			tio.close()
+			r.removeFIFOs(tio.task)
+		}
+		if st != nil && labels[LabelFinishedAt] == "" {
+			code := int32(st.ExitCode())
+			at := st.ExitTime()
+			if at.IsZero() || at.Year() < 2000 {
+				at = time.Now()
+			}
+			upd := map[string]string{
+				LabelFinishedAt: formatTime(at),
+				LabelExitCode:   strconv.Itoa(int(code)),
+				LabelReason:     exitReason(code),
+			}
+			if labels, err = c.SetLabels(ctx, upd); err != nil {
+				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
+			}
+		}
+	}
+	rec := recordFromLabels(id, labels)
+	rec.State = podrunner.StateExited
+	if labels[LabelFinishedAt] == "" {
+		rec.State = podrunner.StateCreated
+	}
+	rec.Message = labels[LabelMessage]
+	return rec, nil
+}
+
+// removeFIFOs deletes the FIFO directory of a task created by this process's IO creator (or left
+// behind by an earlier podkeeper and re-attached), when it lies under podkeeper's fifo dir.
+func (r *Runtime) removeFIFOs(t containerd.Task) {
+	if t == nil || t.IO() == nil {
+		return
+	}
+	cfg := t.IO().Config()
+	for _, p := range []string{cfg.Stdout, cfg.Stderr} {
+		if p == "" {
+			continue
+		}
+		dir := filepath.Dir(p)
+		if strings.HasPrefix(dir, r.fifoDir()+string(filepath.Separator)) {
+			_ = os.RemoveAll(dir)
+			return
+		}
+	}
+}
+
+// RemoveContainer implements podrunner.Runtime.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	return r.deleteContainer(ctx, c)
+}
+
+func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) error {
+	id := c.ID()
+	r.mu.Lock()
+	tio := r.running[id]
+	delete(r.running, id)
+	r.mu.Unlock()
+	if t, err := c.Task(ctx, nil); err == nil {
+		if _, err := t.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task %s: %w", id, err)
+		}
+	}
+	if tio != nil {
+		tio.close()
+		r.removeFIFOs(tio.task)
+	}
+	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete container %s: %w", id, err)
+	}
+	r.mu.Lock()
+	delete(r.podOf, id)
+	r.mu.Unlock()
+	return nil
+}
+
+// RemovePodFiles deletes podkeeper's per-pod directory (generated files, emptyDir volumes).
+func (r *Runtime) RemovePodFiles(uid string) error {
+	if uid == "" || strings.ContainsAny(uid, "/.") {
+		return fmt.Errorf("bad pod uid %q", uid)
+	}
+	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
+}
+
+// ListContainers implements podrunner.Runtime. Running tasks whose output nobody collects (after a
+// podkeeper restart) are re-attached to their log files here.
+func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunner.ContainerRecord, error) {
+	ctx = r.ctx(ctx)
+	filter := `labels."` + LabelPodUID + `"`
+	if podUID != "" {
+		filter += `==` + strconv.Quote(podUID)
+	}
+	cs, err := r.client.ContainerService().List(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	tasks, err := r.listTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]podrunner.ContainerRecord, 0, len(cs))
+	for _, c := range cs {
+		rec := recordFromLabels(c.ID, c.Labels)
+		rec.CreatedAt = c.CreatedAt
+		rec.Message = c.Labels[LabelMessage]
+		r.remember(c.ID, rec.PodUID)
+		if t, ok := tasks[c.ID]; ok {
+			rec.TaskPresent = true
+			rec.PID = t.pid
+			switch t.status {
+			case containerd.Running, containerd.Paused, containerd.Pausing:
+				rec.State = podrunner.StateRunning
+			case containerd.Stopped:
+				rec.State = podrunner.StateExited
+				rec.ExitCode = int32(t.exitStatus)
+				rec.Reason = exitReason(rec.ExitCode)
+				if rec.FinishedAt.IsZero() {
+					rec.FinishedAt = t.exitedAt
+				}
+			case containerd.Created:
+				rec.State = podrunner.StateCreated
+			default:
+				rec.State = podrunner.StateUnknown
+			}
+			if rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
+				r.ensureAttached(ctx, c.ID, rec.LogPath)
+			}
+		} else if !rec.FinishedAt.IsZero() {
+			rec.State = podrunner.StateExited
+		} else {
+			rec.State = podrunner.StateCreated
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+type taskInfo struct {
+	pid        uint32
+	status     containerd.ProcessStatus
+	exitStatus uint32
+	exitedAt   time.Time
+}
+
+func (r *Runtime) listTasks(ctx context.Context) (map[string]taskInfo, error) {
+	resp, err := r.client.TaskService().List(ctx, &tasksListRequest)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	out := make(map[string]taskInfo, len(resp.Tasks))
+	for _, t := range resp.Tasks {
+		ti := taskInfo{pid: t.Pid, status: processStatus(t.Status), exitStatus: t.ExitStatus}
+		if t.ExitedAt != nil {
+			ti.exitedAt = t.ExitedAt.AsTime()
+		}
+		out[t.ID] = ti
+	}
+	return out, nil
+}
+
+// ensureAttached starts collecting a running task's output again after a podkeeper restart.
+func (r *Runtime) ensureAttached(ctx context.Context, id, logPath string) {
+	r.mu.Lock()
+	_, ok := r.running[id]
+	r.mu.Unlock()
+	if ok || logPath == "" {
+		return
+	}
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return
+	}
+	tio, err := r.newTaskIO(logPath)
+	if err != nil {
+		r.log.Warn("cannot reopen container log", "container", id, "err", err)
+		return
+	}
+	task, err := c.Task(ctx, cio.NewAttach(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr"))))
+	if err != nil {
+		tio.close()
+		r.log.Warn("cannot re-attach to container output", "container", id, "err", err)
+		return
+	}
+	tio.task = task
+	r.mu.Lock()
+	if _, dup := r.running[id]; dup {
+		r.mu.Unlock()
+		return
+	}
+	r.running[id] = tio
+	r.mu.Unlock()
+	r.log.Info("re-attached to running container", "container", id)
+}
+
+func wrapNotFound(err error) error {
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", podrunner.ErrNotFound, err)
+	}
+	return err
+}

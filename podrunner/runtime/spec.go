@@ -1,0 +1,275 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ContainerArgs merges an image's Entrypoint/Cmd with a container's command/args the way the
+// kubelet does:
+//   - command set: command + args (the image's Entrypoint and Cmd are ignored);
+//   - only args set: Entrypoint + args;
+//   - neither: Entrypoint + Cmd.
+func ContainerArgs(entrypoint, cmd, command, args []string) []string {
+	var out []string
+	switch {
+	case len(command) > 0:
+		out = append(out, command...)
+		out = append(out, args...)
+	case len(args) > 0:
+		out = append(out, entrypoint...)
+		out = append(out, args...)
+	default:
+		out = append(out, entrypoint...)
+		out = append(out, cmd...)
+	}
+	return out
+}
+
+// MergeEnv overlays the container's env (name=value, already resolved) on the image's env:
+// a container variable replaces the image variable of the same name in place; new names are
+// appended in the container's order.
+func MergeEnv(imageEnv []string, containerEnv []corev1.EnvVar) []string {
+	out := append([]string(nil), imageEnv...)
+	index := map[string]int{}
+	for i, kv := range out {
+		name, _, _ := strings.Cut(kv, "=")
+		index[name] = i
+	}
+	for _, e := range containerEnv {
+		kv := e.Name + "=" + e.Value
+		if i, ok := index[e.Name]; ok {
+			out[i] = kv
+			continue
+		}
+		index[e.Name] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// ExpandEnv resolves $(VAR) references in s from vars as the kubelet does: $$ is an escaped $,
+// and a reference to an unknown variable is left as written.
+func ExpandEnv(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// ResolveEnv turns a container's env into name/value pairs, expanding $(VAR) references to
+// variables defined earlier in the list. Sources other than plain values (fieldRef and friends)
+// are resolved by resolveSource; a nil result leaves the variable empty.
+func ResolveEnv(env []corev1.EnvVar, resolveSource func(corev1.EnvVar) string) []corev1.EnvVar {
+	vars := map[string]string{}
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, e := range env {
+		v := e.Value
+		if e.ValueFrom != nil && resolveSource != nil {
+			v = resolveSource(e)
+		} else {
+			v = ExpandEnv(v, vars)
+		}
+		vars[e.Name] = v
+		out = append(out, corev1.EnvVar{Name: e.Name, Value: v})
+	}
+	return out
+}
+
+// podDir is the per-pod directory podkeeper owns under root: generated files and volumes.
+func podDir(root, uid string) string { return filepath.Join(root, "pods", uid) }
+
+// writePodFiles writes /etc/hosts, /etc/resolv.conf and /etc/hostname for a pod and returns the
+// mounts that place them in every container.
+func writePodFiles(root string, pod *corev1.Pod) ([]specs.Mount, error) {
+	dir := podDir(root, string(pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create pod dir: %w", err)
+	}
+	var hosts, hostname string
+	if pod.Spec.HostNetwork {
+		h, _ := os.Hostname()
+		hostname = h
+		b, err := os.ReadFile("/etc/hosts")
+		if err != nil {
+			b = []byte("127.0.0.1\tlocalhost\n")
+		}
+		hosts = string(b)
+	} else {
+		hostname = PodHostname(pod)
+		hosts = "# Kubernetes-managed hosts file (podkeeper).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+			"127.0.1.1\t" + hostname + "\n"
+	}
+	resolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		resolv = nil
+	}
+	files := map[string][]byte{"etc-hosts": []byte(hosts), "resolv.conf": resolv, "hostname": []byte(hostname + "\n")}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), files[n], 0o644); err != nil {
+			return nil, fmt.Errorf("write pod %s: %w", n, err)
+		}
+	}
+	return []specs.Mount{
+		{Destination: "/etc/hosts", Type: "bind", Source: filepath.Join(dir, "etc-hosts"), Options: []string{"rbind", "rw"}},
+		{Destination: "/etc/resolv.conf", Type: "bind", Source: filepath.Join(dir, "resolv.conf"), Options: []string{"rbind", "rw"}},
+		{Destination: "/etc/hostname", Type: "bind", Source: filepath.Join(dir, "hostname"), Options: []string{"rbind", "rw"}},
+	}, nil
+}
+
+// PodHostname is the hostname a pod's containers see: spec.hostname, else the pod name, cut to
+// 63 characters as the kubelet does.
+func PodHostname(pod *corev1.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+// volumeMounts turns a container's volumeMounts into OCI mounts. Supported here: hostPath and
+// emptyDir (a directory under the pod dir); other volume types are refused with a clear error.
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container) ([]specs.Mount, error) {
+	vols := map[string]*corev1.Volume{}
+	for i := range pod.Spec.Volumes {
+		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
+	}
+	var out []specs.Mount
+	for _, vm := range c.VolumeMounts {
+		v, ok := vols[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
+		}
+		var src string
+		switch {
+		case v.HostPath != nil:
+			src = v.HostPath.Path
+			if err := prepareHostPath(src, v.HostPath.Type); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+		case v.EmptyDir != nil:
+			src = filepath.Join(podDir(root, string(pod.UID)), "volumes", "empty-dir", v.Name)
+			if err := os.MkdirAll(src, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			_ = os.Chmod(src, 0o777)
+		default:
+			return nil, fmt.Errorf("volume %q: this volume type is not supported yet (hostPath and emptyDir are)", v.Name)
+		}
+		if vm.SubPath != "" {
+			src = filepath.Join(src, vm.SubPath)
+			if err := os.MkdirAll(src, 0o755); err != nil {
+				return nil, fmt.Errorf("volume %q subPath %q: %w", v.Name, vm.SubPath, err)
+			}
+		}
+		opts := []string{"rbind", "rprivate"}
+		if vm.ReadOnly {
+			opts = append(opts, "ro")
+		} else {
+			opts = append(opts, "rw")
+		}
+		out = append(out, specs.Mount{Destination: vm.MountPath, Type: "bind", Source: src, Options: opts})
+	}
+	return out, nil
+}
+
+// prepareHostPath applies the hostPath type checks (and creations) the kubelet does.
+func prepareHostPath(path string, t *corev1.HostPathType) error {
+	typ := corev1.HostPathUnset
+	if t != nil {
+		typ = *t
+	}
+	fi, err := os.Stat(path)
+	switch typ {
+	case corev1.HostPathUnset:
+		return nil
+	case corev1.HostPathDirectoryOrCreate:
+		if os.IsNotExist(err) {
+			return os.MkdirAll(path, 0o755)
+		}
+		if err == nil && !fi.IsDir() {
+			return fmt.Errorf("hostPath %s exists and is not a directory", path)
+		}
+		return err
+	case corev1.HostPathDirectory:
+		if err != nil || !fi.IsDir() {
+			return fmt.Errorf("hostPath type check failed: %s is not a directory", path)
+		}
+	case corev1.HostPathFileOrCreate:
+		if os.IsNotExist(err) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		if err == nil && fi.IsDir() {
+			return fmt.Errorf("hostPath %s exists and is a directory", path)
+		}
+		return err
+	case corev1.HostPathFile:
+		if err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("hostPath type check failed: %s is not a file", path)
+		}
+	case corev1.HostPathSocket:
+		if err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a socket file", path)
+		}
+	case corev1.HostPathCharDev:
+		if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a character device", path)
+		}
+	case corev1.HostPathBlockDev:
+		if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a block device", path)
+		}
+	default:
+		return fmt.Errorf("unknown hostPath type %q", typ)
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package podrunner
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podkeeper/podkeeper/cgroup"
+)
+
+// StatusInput is everything BuildStatus reads.
+type StatusInput struct {
+	Pod         *corev1.Pod
+	View        PodView
+	Plan        Plan // its Phase and Waiting
+	StartTime   time.Time
+	HostIP      string
+	Terminating bool
+	Now         time.Time
+}
+
+// BuildStatus computes a pod's status the way the kubelet reports it. Pure.
+func BuildStatus(in StatusInput) corev1.PodStatus {
+	pod, v := in.Pod, in.View
+	st := corev1.PodStatus{
+		Phase:    in.Plan.Phase,
+		HostIP:   in.HostIP,
+		QOSClass: cgroup.QOSClass(pod),
+	}
+	if in.HostIP != "" {
+		st.HostIPs = []corev1.HostIP{{IP: in.HostIP}}
+	}
+	if !in.StartTime.IsZero() {
+		t := metav1.NewTime(in.StartTime)
+		st.StartTime = &t
+	}
+	sb, hasSB := v.Sandbox()
+	sandboxReady := hasSB && sb.State == StateRunning
+	if pod.Spec.HostNetwork && sandboxReady {
+		st.PodIP = in.HostIP
+		if in.HostIP != "" {
+			st.PodIPs = []corev1.PodIP{{IP: in.HostIP}}
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, v, in.Plan))
+	}
+	for _, c := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan))
+	}
+
+	initialized := true
+	for _, cs := range st.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			initialized = false
+		}
+	}
+	ready := len(st.ContainerStatuses) > 0 && !in.Terminating
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			ready = false
+		}
+	}
+	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse}
+		if ok {
+			c.Status = corev1.ConditionTrue
+		} else {
+			c.Reason = reason
+		}
+		return c
+	}
+	notReadyReason := "ContainersNotReady"
+	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+		notReadyReason = "PodCompleted"
+	}
+	st.Conditions = []corev1.PodCondition{
+		cond(corev1.PodReadyToStartContainers, sandboxReady, ""),
+		cond(corev1.PodInitialized, initialized, "ContainersNotInitialized"),
+		cond(corev1.ContainersReady, ready, notReadyReason),
+		cond(corev1.PodReady, ready, notReadyReason),
+		cond(corev1.PodScheduled, true, ""),
+	}
+	return st
+}
+
+func containerStatus(c corev1.Container, v PodView, plan Plan) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+	latest, ok := v.Latest(c.Name)
+	if ok {
+		cs.RestartCount = int32(latest.Attempt)
+		cs.ContainerID = "containerd://" + latest.ID
+		cs.ImageID = latest.ImageID
+		if latest.Image != "" {
+			cs.Image = latest.Image
+		}
+		cs.State = recordState(latest)
+		if prev, ok := v.Previous(c.Name); ok {
+			cs.LastTerminationState = recordState(prev)
+		}
+	}
+	if w, waiting := plan.Waiting[c.Name]; waiting && (!ok || latest.State != StateRunning) {
+		if ok && latest.State == StateExited {
+			cs.LastTerminationState = recordState(latest)
+		}
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+	}
+	if cs.State.Waiting == nil && cs.State.Running == nil && cs.State.Terminated == nil {
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
+	}
+	running := cs.State.Running != nil
+	cs.Started = &running
+	cs.Ready = running // readiness probes arrive with the probes issue; until then running = ready
+	return cs
+}
+
+// recordState turns a runtime record into the API's container state.
+func recordState(r ContainerRecord) corev1.ContainerState {
+	switch r.State {
+	case StateRunning:
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(r.StartedAt)}}
+	case StateExited:
+		reason := r.Reason
+		if reason == "" {
+			reason = "Error"
+			if r.ExitCode == 0 {
+				reason = "Completed"
+			}
+		}
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode:    r.ExitCode,
+			Reason:      reason,
+			Message:     r.Message,
+			StartedAt:   metav1.NewTime(r.StartedAt),
+			FinishedAt:  metav1.NewTime(r.FinishedAt),
+			ContainerID: "containerd://" + r.ID,
+		}}
+	}
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
+}

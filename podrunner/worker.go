@@ -1,0 +1,460 @@
+package podrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// worker is the single owner of one pod (one UID). It goes through three phases:
+//
+//	running ──(manifest gone or changed)──▶ terminating ──(all containers gone)──▶ terminated
+//
+// Nothing else writes the pod's containers. The manager hands it the latest desired spec (latest
+// wins), wakes it on exits, and it plans and acts until the plan asks for nothing, then sleeps
+// until the next exit, backoff expiry or resync.
+type worker struct {
+	m        *Manager
+	uid      types.UID
+	fullName string
+	log      *slog.Logger
+	wakeC    chan struct{}
+	done     chan struct{}
+
+	mu        sync.Mutex
+	desired   *corev1.Pod
+	terminate bool
+
+	// Owned by the worker goroutine only.
+	startTime  time.Time
+	restarts   map[string]*restartMemo // container name -> backoff memory
+	pulls      map[string]*pullMemo    // image -> pull backoff memory
+	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
+	reported   map[string]bool         // exited instances whose BackOff event was recorded
+	imgWaiting map[string]Waiting      // container name -> image pull problem, until it starts
+}
+
+// restartMemo remembers the backoff decision for the newest exited instance of a container.
+type restartMemo struct {
+	forID     string
+	notBefore time.Time
+	state     BackoffState
+}
+
+// pullMemo remembers failed pulls of one image.
+type pullMemo struct {
+	notBefore time.Time
+	state     BackoffState
+	lastErr   string
+}
+
+func newWorker(m *Manager, pod *corev1.Pod) *worker {
+	return &worker{
+		m:          m,
+		uid:        pod.UID,
+		fullName:   pod.Namespace + "/" + pod.Name,
+		log:        m.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID)),
+		wakeC:      make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		desired:    pod,
+		startTime:  time.Now(),
+		restarts:   map[string]*restartMemo{},
+		pulls:      map[string]*pullMemo{},
+		killedByUs: map[string]bool{},
+		reported:   map[string]bool{},
+		imgWaiting: map[string]Waiting{},
+	}
+}
+
+// update hands the worker a newer spec of the same pod. Latest wins.
+func (w *worker) update(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.desired = pod
+	w.mu.Unlock()
+	w.wake()
+}
+
+// stop moves the worker to terminating. Idempotent.
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.terminate = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *worker) wake() {
+	select {
+	case w.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) state() (*corev1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.desired, w.terminate
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer close(w.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		pod, terminate := w.state()
+		if terminate {
+			w.terminatePod(ctx, pod)
+			return
+		}
+		next := w.sync(ctx, pod)
+		if ctx.Err() != nil {
+			return
+		}
+		d := w.m.cfg.Resync
+		if !next.IsZero() {
+			if until := time.Until(next); until < d {
+				d = until
+			}
+		}
+		if d < 0 {
+			d = 0
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wakeC:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// observe lists the pod's containers and releases the tasks of exited ones.
+func (w *worker) observe(ctx context.Context) (PodView, error) {
+	recs, err := w.m.rt.ListContainers(ctx, string(w.uid))
+	if err != nil {
+		return PodView{}, err
+	}
+	for i, r := range recs {
+		if r.State == StateExited && r.TaskPresent {
+			fin, err := w.m.rt.Finalize(ctx, r.ID)
+			if err != nil {
+				w.log.Warn("release exited task", "container", r.Name, "id", r.ID, "err", err)
+				continue
+			}
+			fin.CreatedAt, fin.ImageID = r.CreatedAt, r.ImageID
+			recs[i] = fin
+			if r.Kind != KindSandbox {
+				w.log.Info("container exited", "container", r.Name, "exitCode", fin.ExitCode, "restartCount", fin.Attempt)
+			}
+		}
+	}
+	return NewPodView(recs), nil
+}
+
+// gate computes, once per exited instance, when it may be replaced (CrashLoopBackOff).
+func (w *worker) gate(v PodView, now time.Time) RestartGate {
+	for name, rs := range v.Containers {
+		latest := rs[0]
+		if latest.State != StateExited {
+			continue
+		}
+		memo := w.restarts[name]
+		if memo == nil {
+			// After a podkeeper restart the memory is gone: charge the restarts already made.
+			memo = &restartMemo{state: BackoffState{Restarts: latest.Attempt}}
+			w.restarts[name] = memo
+		}
+		if memo.forID == latest.ID {
+			continue
+		}
+		finished := latest.FinishedAt
+		if finished.IsZero() {
+			finished = now
+		}
+		memo.forID = latest.ID
+		if w.killedByUs[latest.ID] {
+			memo.notBefore = time.Time{}
+			continue
+		}
+		delay, next := w.m.cfg.Backoff.Next(memo.state, latest.StartedAt, finished)
+		memo.state = next
+		memo.notBefore = finished.Add(delay)
+	}
+	return func(r ContainerRecord) time.Time {
+		if m := w.restarts[r.Name]; m != nil && m.forID == r.ID {
+			return m.notBefore
+		}
+		return time.Time{}
+	}
+}
+
+// sync brings the pod one step at a time towards its spec and publishes its status. It returns
+// when the next change is due by itself (zero: none).
+func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
+	for step := 0; step < 8; step++ {
+		now := time.Now()
+		v, err := w.observe(ctx)
+		if err != nil {
+			w.log.Warn("cannot read pod state from the runtime", "err", err)
+			return now.Add(2 * time.Second)
+		}
+		plan := PlanPod(pod, v, w.gate(v, now), now)
+		w.noteBackoffs(pod, plan)
+		w.publish(pod, v, plan, false)
+		acted, retryAt := w.execute(ctx, pod, v, plan)
+		if !acted {
+			if len(w.imgWaiting) > 0 {
+				w.publish(pod, v, plan, false)
+			}
+			if !retryAt.IsZero() && (plan.WakeAt.IsZero() || retryAt.Before(plan.WakeAt)) {
+				return retryAt
+			}
+			return plan.WakeAt
+		}
+	}
+	return time.Now()
+}
+
+// noteBackoffs records a BackOff event once per exited instance kept waiting.
+func (w *worker) noteBackoffs(pod *corev1.Pod, plan Plan) {
+	for name, wt := range plan.Waiting {
+		if wt.Reason != ReasonCrashLoopBackOff {
+			continue
+		}
+		memo := w.restarts[name]
+		if memo == nil || w.reported[memo.forID] {
+			continue
+		}
+		w.reported[memo.forID] = true
+		w.m.rec.Eventf(pod, name, EventWarning, ReasonBackOff, "Back-off restarting failed container %s in pod %s", name, pod.Name)
+	}
+}
+
+// execute performs a plan. It reports whether anything changed (plan again) and, when an action
+// failed, when to try again.
+func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan Plan) (bool, time.Time) {
+	acted := false
+	for _, id := range plan.Remove {
+		if err := w.m.rt.RemoveContainer(ctx, id); err != nil {
+			w.log.Warn("remove old container", "id", id, "err", err)
+		}
+	}
+	switch {
+	case plan.KillPod:
+		w.m.rec.Eventf(pod, "", EventNormal, ReasonSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		w.stopContainers(ctx, pod, v, gracePeriod(pod))
+		return true, time.Time{}
+	case plan.StopSandbox:
+		if sb, ok := v.Sandbox(); ok {
+			if err := w.m.rt.StopContainer(ctx, sb.ID, 2*time.Second); err != nil {
+				w.log.Warn("stop sandbox", "err", err)
+				return false, time.Now().Add(5 * time.Second)
+			}
+			return true, time.Time{}
+		}
+	case plan.CreateSandbox:
+		if _, err := w.m.rt.CreateSandbox(ctx, pod, plan.SandboxAttempt); err != nil {
+			w.log.Warn("create sandbox", "err", err)
+			w.m.rec.Eventf(pod, "", EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return false, time.Now().Add(5 * time.Second)
+		}
+		return true, time.Time{}
+	}
+	var retryAt time.Time
+	sb, _ := v.Sandbox()
+	for _, a := range plan.Start {
+		ok, retry := w.start(ctx, pod, sb, a)
+		if ok {
+			acted = true
+		}
+		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
+			retryAt = retry
+		}
+	}
+	return acted, retryAt
+}
+
+// start pulls the image of one container if needed and starts it.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction) (bool, time.Time) {
+	c := a.Container
+	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
+		w.setImageWaiting(pod, c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
+		return false, pm.notBefore
+	}
+	began := time.Now()
+	img, err := w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		pm := w.pulls[c.Image]
+		if pm == nil {
+			pm = &pullMemo{state: BackoffState{Restarts: 1}}
+			w.pulls[c.Image] = pm
+		}
+		delay, next := w.m.cfg.Backoff.Next(pm.state, time.Time{}, time.Time{})
+		pm.state, pm.notBefore, pm.lastErr = next, time.Now().Add(delay), err.Error()
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
+		w.setImageWaiting(pod, c.Name, "ErrImagePull", err.Error())
+		return false, pm.notBefore
+	}
+	delete(w.pulls, c.Image)
+	delete(w.imgWaiting, c.Name)
+	if img.Pulled {
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Successfully pulled image %q in %s. Image size: %d bytes.", c.Image, img.Duration.Round(time.Millisecond), img.Size)
+	} else if a.Attempt == 0 {
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Container image %q already present on machine", c.Image)
+	}
+	if img.Warning != "" {
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "%s", img.Warning)
+	}
+	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
+		Pod:       pod,
+		Sandbox:   sb,
+		Container: c,
+		Kind:      a.Kind,
+		Attempt:   a.Attempt,
+		LogPath:   w.m.LogPath(pod, c.Name, a.Attempt),
+		SpecHash:  SpecHash(c),
+	})
+	if err != nil {
+		w.log.Warn("start container", "container", c.Name, "err", err)
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", err)
+		// The runtime recorded the failure as an exit when it could: plan again (backoff applies).
+		return !errors.Is(err, ErrNotFound), time.Now().Add(time.Second)
+	}
+	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
+	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
+	w.log.Info("container started", "container", c.Name, "restartCount", a.Attempt, "pid", rec.PID, "took", time.Since(began).Round(time.Millisecond))
+	return true, time.Time{}
+}
+
+// setImageWaiting shows an image pull problem in the container's waiting state.
+func (w *worker) setImageWaiting(pod *corev1.Pod, name, reason, msg string) {
+	w.imgWaiting[name] = Waiting{Reason: reason, Message: msg}
+}
+
+// stopContainers stops every running container of the pod (not the sandbox) in parallel.
+func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) {
+	var wg sync.WaitGroup
+	for name, rs := range v.Containers {
+		r := rs[0]
+		if r.State != StateRunning {
+			continue
+		}
+		w.killedByUs[r.ID] = true
+		w.m.rec.Eventf(pod, name, EventNormal, ReasonKilling, "Stopping container %s", name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.m.rt.StopContainer(ctx, r.ID, grace); err != nil {
+				w.log.Warn("stop container", "container", r.Name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// terminatePod stops everything of the pod, removes its containers and files, and returns once
+// nothing of it is left (or ctx ends). The grace period is the pod's.
+func (w *worker) terminatePod(ctx context.Context, pod *corev1.Pod) {
+	grace := gracePeriod(pod)
+	w.log.Info("terminating pod", "grace", grace)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		v, err := w.observe(ctx)
+		if err == nil {
+			now := time.Now()
+			plan := Plan{Phase: PodPhase(pod, v), Waiting: map[string]Waiting{}}
+			w.publish(pod, v, plan, true)
+			w.stopContainers(ctx, pod, v, grace)
+			err = w.removeAll(ctx, v)
+			if err == nil {
+				_ = w.m.rt.RemovePodFiles(string(w.uid))
+				_ = os.RemoveAll(w.m.podLogDir(pod))
+				w.log.Info("pod terminated", "took", time.Since(now).Round(time.Millisecond))
+				w.m.workerDone(w)
+				return
+			}
+		}
+		w.log.Warn("terminating pod: will retry", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (w *worker) removeAll(ctx context.Context, v PodView) error {
+	var errs []error
+	for _, rs := range v.Containers {
+		for _, r := range rs {
+			if err := w.m.rt.RemoveContainer(ctx, r.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, sb := range v.Sandboxes {
+		if sb.State == StateRunning {
+			if err := w.m.rt.StopContainer(ctx, sb.ID, 2*time.Second); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := w.m.rt.RemoveContainer(ctx, sb.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publish stores the pod with its current status for readers.
+func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool) {
+	for name, wt := range w.imgWaiting {
+		if latest, ok := v.Latest(name); !ok || latest.State != StateRunning {
+			plan.Waiting[name] = wt
+		}
+	}
+	out := pod.DeepCopy()
+	out.Status = BuildStatus(StatusInput{
+		Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
+		Terminating: terminating, Now: time.Now(),
+	})
+	if terminating {
+		t := metav1.Now()
+		out.DeletionTimestamp = &t
+		g := int64(gracePeriod(pod) / time.Second)
+		out.DeletionGracePeriodSeconds = &g
+	}
+	w.m.setStatus(out)
+}
+
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// LogPath is where a container instance's output goes, as the kubelet lays it out:
+// <log-dir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log
+func (m *Manager) LogPath(pod *corev1.Pod, container string, attempt int) string {
+	return filepath.Join(m.podLogDir(pod), container, fmt.Sprintf("%d.log", attempt))
+}
+
+func (m *Manager) podLogDir(pod *corev1.Pod) string {
+	return filepath.Join(m.cfg.LogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}

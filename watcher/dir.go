@@ -1,0 +1,424 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/manifests"
+)
+
+// Defaults for DirSource.
+const (
+	DefaultResync   = 20 * time.Second
+	DefaultDebounce = 200 * time.Millisecond
+)
+
+// DirSource is a Source reading static-pod manifests from one directory.
+//
+// It reads the regular files (symlinks followed) directly in the directory
+// whose names end in .yaml, .yml or .json and do not start with a dot;
+// everything else is listed in Snapshot.Ignored. The directory is watched
+// with fsnotify and also re-listed every resync period; changes are acted
+// on only once events have been quiet for the debounce period, so a save
+// is one change and a half-written file is not read. A missing directory
+// gives an empty snapshot and is picked up once it appears (through a
+// watch on its parent, or the next resync).
+//
+// A file that decoded fine before and now fails keeps its last good pods,
+// reported with FileError.KeptLastGood. A deleted file removes its pods.
+type DirSource struct {
+	dir      string
+	nodeName string
+	resync   time.Duration
+	debounce time.Duration
+	log      *slog.Logger
+
+	// Test hooks.
+	noWatch bool   // do not use fsnotify: rely on resync only
+	onScan  func() // called after every directory scan
+}
+
+// DirOption configures a DirSource.
+type DirOption func(*DirSource)
+
+// WithResync sets how often the whole directory is re-listed even without
+// events (default 20s). A value <= 0 keeps the default.
+func WithResync(d time.Duration) DirOption {
+	return func(s *DirSource) {
+		if d > 0 {
+			s.resync = d
+		}
+	}
+}
+
+// WithDebounce sets how long events must be quiet before the directory is
+// re-read (default 200ms). A value <= 0 keeps the default.
+func WithDebounce(d time.Duration) DirOption {
+	return func(s *DirSource) {
+		if d > 0 {
+			s.debounce = d
+		}
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) DirOption {
+	return func(s *DirSource) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// NewDirSource returns a source for the manifests in dir, decoded for the
+// node nodeName.
+func NewDirSource(dir, nodeName string, opts ...DirOption) *DirSource {
+	s := &DirSource{
+		dir:      filepath.Clean(dir),
+		nodeName: nodeName,
+		resync:   DefaultResync,
+		debounce: DefaultDebounce,
+		log:      slog.Default(),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.log = s.log.With("source", "dir", "dir", s.dir)
+	return s
+}
+
+var _ Source = (*DirSource)(nil)
+
+// IsManifestName reports whether a directory entry name is one DirSource reads.
+func IsManifestName(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// Run implements Source. Each call starts with an empty cache; Run must not
+// be called concurrently on the same DirSource.
+func (s *DirSource) Run(ctx context.Context, out chan<- Snapshot) error {
+	r := &dirRun{DirSource: s, files: map[string]*fileState{}, ignored: map[string]bool{}}
+
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	if !s.noWatch {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watching manifest directory %s: %w", s.dir, err)
+		}
+		defer w.Close()
+		r.w, events, watchErrs = w, w.Events, w.Errors
+	}
+
+	last := r.scan()
+	send := func(snap Snapshot) error {
+		select {
+		case out <- snap:
+			s.log.Debug("sent snapshot", "pods", len(snap.Pods), "errors", len(snap.Errors), "ignored", len(snap.Ignored))
+			last = snap
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := send(last); err != nil {
+		return err
+	}
+
+	debounce := time.NewTimer(s.debounce)
+	debounce.Stop()
+	defer debounce.Stop()
+	resync := time.NewTicker(s.resync)
+	defer resync.Stop()
+
+	var (
+		pending      bool      // an event is waiting for the debounce timer
+		pendingSince time.Time // when the first such event came
+	)
+	poke := func() {
+		if !pending {
+			pending, pendingSince = true, time.Now()
+		}
+		debounce.Reset(s.debounce)
+	}
+	rescan := func() error {
+		pending = false
+		debounce.Stop()
+		if snap := r.scan(); !sameState(snap, last) {
+			return send(snap)
+		}
+		return nil
+	}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				return fmt.Errorf("watching manifest directory %s: event channel closed", s.dir)
+			}
+			if r.relevant(ev) {
+				poke()
+			}
+		case err, ok := <-watchErrs:
+			if !ok {
+				return fmt.Errorf("watching manifest directory %s: error channel closed", s.dir)
+			}
+			s.log.Warn("fsnotify error; re-reading directory", "err", err)
+			poke()
+		case <-debounce.C:
+			if err := rescan(); err != nil {
+				return err
+			}
+		case <-resync.C:
+			// Leave a write in progress to the debounce timer, unless
+			// events have kept it busy for a whole resync period.
+			if pending && time.Since(pendingSince) < s.resync {
+				continue
+			}
+			if err := rescan(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// fileState is the cached state of one manifest file.
+type fileState struct {
+	hash     [sha256.Size]byte
+	decoded  bool          // hash is the content that pods/err describe
+	pods     []*corev1.Pod // pods of the current content, when err is nil
+	err      error         // why the current content cannot be used
+	lastGood []*corev1.Pod // pods of the last content that decoded fine
+	everGood bool
+}
+
+// result is what the file contributes to a snapshot.
+func (f *fileState) result(path string) fileResult {
+	switch {
+	case f.err == nil:
+		return fileResult{path: path, pods: f.pods}
+	case f.everGood:
+		return fileResult{path: path, pods: f.lastGood, err: f.err, kept: true}
+	default:
+		return fileResult{path: path, err: f.err}
+	}
+}
+
+// dirRun is the state of one Run call; only Run's goroutine touches it.
+type dirRun struct {
+	*DirSource
+	w              *fsnotify.Watcher // nil with noWatch
+	watchingDir    bool
+	watchingParent bool
+	dirMissing     bool
+	files          map[string]*fileState // by path
+	ignored        map[string]bool       // paths ignored at the last scan
+}
+
+// relevant reports whether an fsnotify event may change the snapshot: any
+// event inside the directory or on the directory itself (not on its
+// siblings, seen through the parent watch).
+func (r *dirRun) relevant(ev fsnotify.Event) bool {
+	if ev.Name == r.dir {
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			// The watch is gone or follows the moved directory.
+			r.unwatchDir()
+		}
+		return true
+	}
+	return filepath.Dir(ev.Name) == r.dir
+}
+
+// ensureWatch watches the directory, or its parent while it is missing.
+func (r *dirRun) ensureWatch() {
+	if r.w == nil || r.watchingDir {
+		return
+	}
+	err := r.w.Add(r.dir)
+	if err == nil {
+		r.watchingDir = true
+		r.log.Debug("watching manifest directory")
+		return
+	}
+	if r.watchingParent {
+		return
+	}
+	parent := filepath.Dir(r.dir)
+	if perr := r.w.Add(parent); perr != nil {
+		r.log.Debug("cannot watch manifest directory or its parent; relying on resync", "err", err, "parent_err", perr)
+		return
+	}
+	r.watchingParent = true
+	r.log.Debug("watching parent until the manifest directory appears", "parent", parent)
+}
+
+func (r *dirRun) unwatchDir() {
+	if r.watchingDir {
+		_ = r.w.Remove(r.dir) // may already be gone with the directory
+		r.watchingDir = false
+	}
+}
+
+// scan re-reads the directory and returns the resulting snapshot.
+func (r *dirRun) scan() Snapshot {
+	if r.onScan != nil {
+		defer r.onScan()
+	}
+	r.ensureWatch()
+	entries, err := os.ReadDir(r.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory went away (and any watch on it with it). Watch
+		// its parent now, so that its return is an event; and if it is
+		// already back, list it after all.
+		r.unwatchDir()
+		r.ensureWatch()
+		if r.watchingDir {
+			entries, err = os.ReadDir(r.dir)
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !r.dirMissing {
+			r.log.Info("manifest directory does not exist; waiting for it to appear")
+			r.dirMissing = true
+		}
+		r.unwatchDir()
+		clear(r.files)
+		clear(r.ignored)
+		return Snapshot{}
+	case err != nil:
+		// Unreadable for now: keep every file's pods rather than stop them.
+		r.log.Warn("cannot read manifest directory; keeping last known pods", "err", err)
+		var results []fileResult
+		for path, f := range r.files {
+			results = append(results, f.result(path))
+		}
+		snap := assemble(results, mapKeys(r.ignored))
+		snap.Errors = append([]FileError{{Path: r.dir, Err: fmt.Errorf("reading directory: %w", err), KeptLastGood: true}}, snap.Errors...)
+		return snap
+	}
+	if r.dirMissing {
+		r.log.Info("manifest directory appeared")
+		r.dirMissing = false
+	}
+
+	var (
+		results []fileResult
+		ignored = map[string]bool{}
+		present = map[string]bool{}
+	)
+	for _, e := range entries {
+		path := filepath.Join(r.dir, e.Name())
+		if !IsManifestName(e.Name()) {
+			ignored[path] = true
+			continue
+		}
+		info, err := os.Stat(path) // follows symlinks
+		if errors.Is(err, fs.ErrNotExist) {
+			r.log.Debug("manifest vanished or is a dangling symlink", "path", path)
+			continue
+		}
+		if err == nil && !info.Mode().IsRegular() {
+			ignored[path] = true
+			continue
+		}
+		f := r.files[path]
+		if f == nil {
+			f = &fileState{}
+			r.files[path] = f
+		}
+		if err == nil {
+			err = r.refresh(path, f)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(r.files, path)
+			continue
+		}
+		if err != nil {
+			if errString(f.err) != err.Error() {
+				r.log.Warn("cannot read manifest", "path", path, "err", err, "kept_last_good", f.everGood)
+			}
+			f.err, f.decoded = err, false
+		}
+		present[path] = true
+		results = append(results, f.result(path))
+	}
+	for path := range r.files {
+		if !present[path] {
+			r.log.Info("manifest removed", "path", path)
+			delete(r.files, path)
+		}
+	}
+	for path := range ignored {
+		if !r.ignored[path] {
+			r.log.Info("ignoring file: not a regular .yaml, .yml or .json file, or a dotfile", "path", path)
+		}
+	}
+	r.ignored = ignored
+	return assemble(results, mapKeys(ignored))
+}
+
+// refresh reads the file and decodes it if its content changed. It returns
+// only read errors; decode errors are recorded in f.
+func (r *dirRun) refresh(path string, f *fileState) error {
+	data, err := readLimited(path, manifests.MaxFileSize+1)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	if f.decoded && sum == f.hash {
+		return nil
+	}
+	f.hash, f.decoded = sum, true
+	pods, err := manifests.DecodeFile(path, data, r.nodeName)
+	if err != nil {
+		f.pods, f.err = nil, err
+		r.log.Warn("manifest rejected", "path", path, "err", err, "kept_last_good", f.everGood)
+		return nil
+	}
+	f.pods, f.err, f.lastGood, f.everGood = pods, nil, pods, true
+	r.log.Info("manifest loaded", "path", path, "pods", len(pods))
+	return nil
+}
+
+// readLimited reads at most limit bytes of a file, enough for the decoder
+// to tell a too-large file without reading all of it.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(f, limit)); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// mapKeys returns the keys of m, in no particular order.
+func mapKeys(m map[string]bool) []string { return slices.Collect(maps.Keys(m)) }
