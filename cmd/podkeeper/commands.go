@@ -313,4 +313,3 @@ func manifestFiles(path string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
-

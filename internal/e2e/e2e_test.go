@@ -1,0 +1,305 @@
+// Package e2e runs the podkeeper binary against a real containerd, as a user would: manifests
+// written into a directory, state read back through `podkeeper get pods -o json`.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/internal/testenv"
+	"github.com/podkeeper/podkeeper/podrunner"
+	pkruntime "github.com/podkeeper/podkeeper/podrunner/runtime"
+)
+
+const node = "e2e"
+
+var (
+	env    *testenv.Containerd
+	binDir string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = testenv.Binaries(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: build binaries:", err)
+		os.Exit(1)
+	}
+	// Images are imported by each agent from its <root-dir>/images, as on an air-gapped box.
+	env, err = testenv.StartContainerd("unused")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: cannot start the test containerd:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	env.Stop()
+	os.Exit(code)
+}
+
+// agent is one `podkeeper run` process with its own dirs and containerd namespace.
+type agent struct {
+	t         *testing.T
+	ns        string
+	dir       string
+	manifests string
+	root      string
+	logs      string
+	sock      string
+	mu        *sync.Mutex
+	cmd       *exec.Cmd
+	out       *os.File
+}
+
+func startAgent(t *testing.T, ns string) *agent {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "pke-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
+		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}}
+	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := testenv.BusyboxTarball(filepath.Join(a.root, "images", "busybox.tar")); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
+	t.Cleanup(a.cleanup)
+	return a
+}
+
+func (a *agent) start() {
+	a.t.Helper()
+	out, err := os.OpenFile(filepath.Join(a.dir, "agent.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run",
+		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
+		"--containerd-address", env.Address, "--containerd-namespace", a.ns,
+		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.cmd, a.out = cmd, out
+	a.mu.Unlock()
+	a.eventually(20*time.Second, "agent answers", func() (bool, string) {
+		err := exec.Command(filepath.Join(binDir, "podkeeper"), "--api-socket", a.sock, "get", "pods").Run()
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// kill9 ends the agent the hard way and waits for it to be gone.
+func (a *agent) kill9() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	_ = a.cmd.Wait()
+	a.out.Close()
+}
+
+// cleanup stops the agent, removes every pod it left (through containerd) and its dirs.
+func (a *agent) cleanup() {
+	a.mu.Lock()
+	if a.cmd != nil && a.cmd.ProcessState == nil {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		_ = a.cmd.Wait()
+	}
+	a.mu.Unlock()
+	if a.t.Failed() {
+		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+		a.t.Logf("agent log:\n%s", b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: env.Address, Namespace: a.ns}); err == nil {
+		recs, _ := rt.ListContainers(ctx, "")
+		for _, r := range recs {
+			_ = rt.StopContainer(ctx, r.ID, 0)
+			_ = rt.RemoveContainer(ctx, r.ID)
+		}
+		rt.Close()
+	}
+	os.RemoveAll(a.dir)
+}
+
+func (a *agent) cli(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), append([]string{"--api-socket", a.sock}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("podkeeper %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String() + errb.String(), nil
+}
+
+func (a *agent) pods() ([]corev1.Pod, error) {
+	out, err := a.cli("get", "pods", "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	// `get pods` prints manifest warnings to stderr after the JSON; cut at the JSON's end.
+	dec := json.NewDecoder(strings.NewReader(out))
+	var l corev1.PodList
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("decode get pods -o json: %v: %s", err, out)
+	}
+	return l.Items, nil
+}
+
+func (a *agent) write(name, content string) {
+	a.t.Helper()
+	tmp := filepath.Join(a.manifests, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(a.manifests, name)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *agent) remove(name string) {
+	a.t.Helper()
+	if err := os.Remove(filepath.Join(a.manifests, name)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 100 ms until it holds or timeout passes.
+func (a *agent) eventually(timeout time.Duration, what string, cond func() (bool, string)) {
+	a.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, info := cond()
+		if ok {
+			return
+		}
+		last = info
+		if time.Now().After(deadline) {
+			a.t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitPod waits until the pod with full name name satisfies cond, and returns it.
+func (a *agent) waitPod(timeout time.Duration, name, what string, cond func(p *corev1.Pod) bool) *corev1.Pod {
+	a.t.Helper()
+	var found *corev1.Pod
+	a.eventually(timeout, name+" "+what, func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for i := range pods {
+			p := &pods[i]
+			seen = append(seen, fmt.Sprintf("%s(%s,%s)", p.Name, p.Status.Phase, p.UID))
+			if p.Name == name && p.DeletionTimestamp == nil && cond(p) {
+				found = p
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, " ")
+	})
+	return found
+}
+
+// waitGone waits until no pod named name (of any UID, or of uid when set) is listed.
+func (a *agent) waitGone(timeout time.Duration, name string, uid string) {
+	a.t.Helper()
+	a.eventually(timeout, name+" gone", func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if p.Name == name && (uid == "" || string(p.UID) == uid) {
+				return false, fmt.Sprintf("%s %s %s", p.Name, p.UID, p.Status.Phase)
+			}
+		}
+		return true, ""
+	})
+}
+
+// records lists the containers containerd holds for one pod (a direct look, not the agent's).
+func (a *agent) records(uid string) []podrunner.ContainerRecord {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: env.Address, Namespace: a.ns})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer rt.Close()
+	recs, err := rt.ListContainers(ctx, uid)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return recs
+}
+
+// runningPID returns the task PID of the newest running instance of container name.
+func (a *agent) runningPID(uid, name string) uint32 {
+	a.t.Helper()
+	v := podrunner.NewPodView(a.records(uid))
+	r, ok := v.Latest(name)
+	if !ok || r.State != podrunner.StateRunning {
+		a.t.Fatalf("container %s of %s is not running: %+v", name, uid, r)
+	}
+	return r.PID
+}
+
+func running(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return len(p.Status.ContainerStatuses) > 0
+}
+
+func status(p *corev1.Pod, name string) corev1.ContainerStatus {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs
+		}
+	}
+	return corev1.ContainerStatus{}
+}
+
+func podYAML(name, policy string, grace int, extraSpec string, containers ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  restartPolicy: %s\n  terminationGracePeriodSeconds: %d\n", name, policy, grace)
+	b.WriteString(extraSpec)
+	b.WriteString("  containers:\n")
+	for _, c := range containers {
+		b.WriteString(c)
+	}
+	return b.String()
+}
+
+func shContainer(name, script string, extra string) string {
+	return fmt.Sprintf("  - name: %s\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", %q]\n%s", name, script, extra)
+}
