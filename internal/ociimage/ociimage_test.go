@@ -20,7 +20,7 @@ import (
 func needBusybox(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(DefaultBusybox); err != nil {
-		t.Skipf("no busybox at %s: %v", DefaultBusybox, err)
+		t.Fatalf("no busybox at %s: %v (apt-get install busybox-static, or make deps)", DefaultBusybox, err)
 	}
 }
 
