@@ -56,6 +56,7 @@ type agent struct {
 	root      string
 	logs      string
 	sock      string
+	address   string
 	mu        *sync.Mutex
 	cmd       *exec.Cmd
 	out       *os.File
@@ -63,12 +64,18 @@ type agent struct {
 
 func startAgent(t *testing.T, ns string) *agent {
 	t.Helper()
+	return startAgentAt(t, ns, env.Address)
+}
+
+// startAgentAt starts an agent against the containerd at address (which may not answer yet).
+func startAgentAt(t *testing.T, ns, address string) *agent {
+	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "pke-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
-		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}}
+		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address}
 	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -90,7 +97,7 @@ func (a *agent) start() {
 	}
 	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run",
 		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
-		"--containerd-address", env.Address, "--containerd-namespace", a.ns,
+		"--containerd-address", a.address, "--containerd-namespace", a.ns,
 		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -128,7 +135,7 @@ func (a *agent) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: env.Address, Namespace: a.ns}); err == nil {
+	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns}); err == nil {
 		recs, _ := rt.ListContainers(ctx, "")
 		for _, r := range recs {
 			_ = rt.StopContainer(ctx, r.ID, 0)
@@ -245,7 +252,7 @@ func (a *agent) records(uid string) []podrunner.ContainerRecord {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: env.Address, Namespace: a.ns})
+	rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns})
 	if err != nil {
 		a.t.Fatal(err)
 	}

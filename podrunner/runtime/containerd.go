@@ -55,6 +55,9 @@ type Runtime struct {
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
 
 	images *imageImporter
+	// collectLogs: this runtime is the agent's and collects running tasks' output (re-attaching
+	// after a restart). Short-lived CLI runtimes (Dial) never touch the FIFOs.
+	collectLogs bool
 }
 
 // taskIO is a live task together with the writer its output goes to.
@@ -73,6 +76,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.collectLogs = true
 	if err := r.prepareSandboxRootfs(); err != nil {
 		r.client.Close()
 		return nil, err
@@ -94,6 +98,15 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 	}
 	var client *containerd.Client
 	for attempt := 1; ; attempt++ {
+		if retry && !Answers(cfg.Address) {
+			cfg.Logger.Warn("containerd is not answering; retrying in 2s", "address", cfg.Address, "attempt", attempt)
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, ctx.Err())
+			case <-time.After(2 * time.Second):
+			}
+			continue
+		}
 		c, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(5*time.Second))
 		if err == nil {
 			if _, err = c.Version(ctx); err == nil {
@@ -245,21 +258,27 @@ func (r *Runtime) prepareSandboxRootfs() error {
 	return nil
 }
 
-// containerID names a container instance: <first 16 of pod UID>.<name>.<attempt>. Container names
-// are DNS labels, so the dots keep the parts apart and the sandbox ("sandbox") can't collide with
-// a container, because its name part carries a leading underscore-free fixed token.
+// containerID names a container instance: <first 16 of pod UID>.<name>.<attempt>. The last part
+// of a container's ID is always a number, so a sandbox, <uid16>.<attempt>.sandbox, never
+// collides with one (container names are DNS labels and may be "sandbox" or all digits).
 func containerID(podUID, name string, attempt int) string {
+	if len(name) > 48 {
+		name = name[:48]
+	}
+	return uidPrefix(podUID) + "." + name + "." + strconv.Itoa(attempt)
+}
+
+func sandboxIDFor(podUID string, attempt int) string {
+	return uidPrefix(podUID) + "." + strconv.Itoa(attempt) + ".sandbox"
+}
+
+func uidPrefix(podUID string) string {
 	u := strings.ReplaceAll(podUID, "-", "")
 	if len(u) > 16 {
 		u = u[:16]
 	}
-	if len(name) > 48 {
-		name = name[:48]
-	}
-	return u + "." + name + "." + strconv.Itoa(attempt)
+	return u
 }
-
-func sandboxID(podUID string, attempt int) string { return containerID(podUID, "_sandbox", attempt) }
 
 func (r *Runtime) baseLabels(pod *corev1.Pod, kind podrunner.ContainerKind, name string, attempt int) map[string]string {
 	return map[string]string{
@@ -284,7 +303,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 // CreateSandbox implements podrunner.Runtime.
 func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (podrunner.ContainerRecord, error) {
 	ctx = r.ctx(ctx)
-	id := strings.Replace(sandboxID(string(pod.UID), attempt), "_", "", 1)
+	id := sandboxIDFor(string(pod.UID), attempt)
 	labels := r.baseLabels(pod, podrunner.KindSandbox, "", attempt)
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpec(),
@@ -774,7 +793,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 			default:
 				rec.State = podrunner.StateUnknown
 			}
-			if rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
+			if r.collectLogs && rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
 				r.ensureAttached(ctx, c.ID, rec.LogPath)
 			}
 		} else if !rec.FinishedAt.IsZero() {

@@ -1,0 +1,257 @@
+package podrunner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// fakeCall is one recorded Runtime call.
+type fakeCall struct {
+	Seq     int
+	Op      string // EnsureImage, CreateSandbox, StartContainer, StopContainer, Finalize, RemoveContainer, ListContainers, RemovePodFiles
+	ID      string // container ID (created, stopped, removed...)
+	PodUID  string
+	Name    string // container name; image ref for EnsureImage
+	Attempt int
+	Grace   time.Duration
+	At      time.Time
+}
+
+// fakeRuntime is a scriptable, thread-safe in-memory Runtime. Tests make containers exit with
+// Exit, fail pulls with FailPull, and block stops with a stop hook.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	seq      int
+	nextID   int
+	recs     map[string]*ContainerRecord
+	calls    []fakeCall
+	pullErrs map[string]error
+	// stopHook, when set, is called (without the lock) before a StopContainer takes effect.
+	stopHook func(ctx context.Context, id string)
+	exits    chan ExitEvent
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{
+		recs:     map[string]*ContainerRecord{},
+		pullErrs: map[string]error{},
+		exits:    make(chan ExitEvent, 1000),
+	}
+}
+
+func (f *fakeRuntime) recordLocked(c fakeCall) {
+	f.seq++
+	c.Seq = f.seq
+	c.At = time.Now()
+	f.calls = append(f.calls, c)
+}
+
+func (f *fakeRuntime) newIDLocked(prefix string) string {
+	f.nextID++
+	return fmt.Sprintf("%s%d", prefix, f.nextID)
+}
+
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy) (ImageResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref})
+	if err := f.pullErrs[ref]; err != nil {
+		return ImageResult{}, err
+	}
+	return ImageResult{Ref: "docker.io/library/" + ref, ID: "sha256:" + ref}, nil
+}
+
+func (f *fakeRuntime) CreateSandbox(_ context.Context, pod *corev1.Pod, attempt int) (ContainerRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	r := &ContainerRecord{
+		ID: f.newIDLocked("sb"), PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace,
+		Kind: KindSandbox, Attempt: attempt, State: StateRunning, TaskPresent: true,
+		CreatedAt: now, StartedAt: now, GracePeriod: gracePeriod(pod),
+	}
+	f.recs[r.ID] = r
+	f.recordLocked(fakeCall{Op: "CreateSandbox", ID: r.ID, PodUID: r.PodUID, Attempt: attempt})
+	return *r, nil
+}
+
+func (f *fakeRuntime) StartContainer(_ context.Context, req StartRequest) (ContainerRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	r := &ContainerRecord{
+		ID: f.newIDLocked("c"), PodUID: string(req.Pod.UID), PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace,
+		Name: req.Container.Name, Kind: req.Kind, Attempt: req.Attempt, SpecHash: req.SpecHash,
+		Image: req.Container.Image, ImageID: "sha256:" + req.Container.Image, LogPath: req.LogPath,
+		State: StateRunning, TaskPresent: true, PID: uint32(1000 + f.nextID),
+		CreatedAt: now, StartedAt: now, GracePeriod: gracePeriod(req.Pod),
+	}
+	f.recs[r.ID] = r
+	f.recordLocked(fakeCall{Op: "StartContainer", ID: r.ID, PodUID: r.PodUID, Name: r.Name, Attempt: r.Attempt})
+	return *r, nil
+}
+
+func (f *fakeRuntime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	f.mu.Lock()
+	hook := f.stopHook
+	f.mu.Unlock()
+	if hook != nil {
+		hook(ctx, id)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	uid, name := "", ""
+	if r != nil {
+		uid, name = r.PodUID, r.Name
+	}
+	f.recordLocked(fakeCall{Op: "StopContainer", ID: id, PodUID: uid, Name: name, Grace: grace})
+	if r != nil && r.State == StateRunning {
+		f.exitLocked(r, 137)
+	}
+	return nil
+}
+
+// exitLocked makes a running container exit with code and sends the exit hint.
+func (f *fakeRuntime) exitLocked(r *ContainerRecord, code int32) {
+	r.State = StateExited
+	r.ExitCode = code
+	r.FinishedAt = time.Now()
+	f.exits <- ExitEvent{PodUID: r.PodUID, ContainerID: r.ID, ExitCode: uint32(code), ExitedAt: r.FinishedAt}
+}
+
+func (f *fakeRuntime) Finalize(_ context.Context, id string) (ContainerRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	if r == nil {
+		return ContainerRecord{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
+	}
+	f.recordLocked(fakeCall{Op: "Finalize", ID: id, PodUID: r.PodUID, Name: r.Name})
+	r.TaskPresent = false
+	return *r, nil
+}
+
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	uid, name := "", ""
+	if r := f.recs[id]; r != nil {
+		uid, name = r.PodUID, r.Name
+	}
+	f.recordLocked(fakeCall{Op: "RemoveContainer", ID: id, PodUID: uid, Name: name})
+	delete(f.recs, id)
+	return nil
+}
+
+func (f *fakeRuntime) ListContainers(_ context.Context, podUID string) ([]ContainerRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recordLocked(fakeCall{Op: "ListContainers", PodUID: podUID})
+	return f.listLocked(podUID), nil
+}
+
+func (f *fakeRuntime) listLocked(podUID string) []ContainerRecord {
+	var out []ContainerRecord
+	for _, r := range f.recs {
+		if podUID == "" || r.PodUID == podUID {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (f *fakeRuntime) RemovePodFiles(podUID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recordLocked(fakeCall{Op: "RemovePodFiles", PodUID: podUID})
+	return nil
+}
+
+func (f *fakeRuntime) Exits() <-chan ExitEvent { return f.exits }
+
+// --- test controls ---
+
+// Seed adds a record as if a previous podkeeper had created it.
+func (f *fakeRuntime) Seed(r ContainerRecord) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := r
+	f.recs[r.ID] = &c
+}
+
+// Exit makes the running container id exit with code (and sends an ExitEvent).
+func (f *fakeRuntime) Exit(t *testing.T, id string, code int32) time.Time {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	if r == nil || r.State != StateRunning {
+		t.Fatalf("Exit(%s): not a running container: %+v", id, r)
+	}
+	f.exitLocked(r, code)
+	return r.FinishedAt
+}
+
+// FailPull makes EnsureImage of ref fail with err (nil: succeed again).
+func (f *fakeRuntime) FailPull(ref string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullErrs[ref] = err
+}
+
+func (f *fakeRuntime) SetStopHook(h func(ctx context.Context, id string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopHook = h
+}
+
+// Calls returns the recorded calls with op (all when op is empty), oldest first.
+func (f *fakeRuntime) Calls(op string) []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeCall
+	for _, c := range f.calls {
+		if op == "" || c.Op == op {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// CallsFor returns the calls with op about pod uid.
+func (f *fakeRuntime) CallsFor(op, uid string) []fakeCall {
+	var out []fakeCall
+	for _, c := range f.Calls(op) {
+		if c.PodUID == uid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Containers returns the records of pod uid (all when empty).
+func (f *fakeRuntime) Containers(uid string) []ContainerRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listLocked(uid)
+}
+
+// Running returns the running instance of container name of pod uid.
+func (f *fakeRuntime) Running(uid, name string) (ContainerRecord, bool) {
+	for _, r := range f.Containers(uid) {
+		if r.Name == name && r.Kind != KindSandbox && r.State == StateRunning {
+			return r, true
+		}
+	}
+	return ContainerRecord{}, false
+}
+
+var _ Runtime = (*fakeRuntime)(nil)
