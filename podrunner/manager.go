@@ -194,11 +194,19 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 		wantName[p.Namespace+"/"+p.Name] = p
 	}
 	for uid, w := range m.workers {
-		if p, ok := want[uid]; ok {
-			w.update(p)
+		p, ok := want[uid]
+		if !ok {
+			w.stop()
 			continue
 		}
-		w.stop()
+		if _, terminating := w.state(); terminating {
+			// Removed, then back (same content) while it was still terminating: it starts
+			// again once the old instance is gone, like any new instance of that name.
+			m.pending[w.fullName] = p
+			delete(want, uid)
+			continue
+		}
+		w.update(p)
 	}
 	for name := range m.pending {
 		if _, ok := wantName[name]; !ok {
@@ -208,6 +216,9 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 	for _, p := range pods {
 		if _, ok := m.workers[p.UID]; ok {
 			continue
+		}
+		if _, ok := want[p.UID]; !ok {
+			continue // already pending behind its terminating instance
 		}
 		name := p.Namespace + "/" + p.Name
 		if old := m.byName[name]; old != nil {

@@ -264,6 +264,15 @@ func (a *agent) records(uid string) []podrunner.ContainerRecord {
 	return recs
 }
 
+// pidOf returns the task PID of the newest running instance of container name, or 0.
+func (a *agent) pidOf(uid, name string) uint32 {
+	v := podrunner.NewPodView(a.records(uid))
+	if r, ok := v.Latest(name); ok && r.State == podrunner.StateRunning {
+		return r.PID
+	}
+	return 0
+}
+
 // runningPID returns the task PID of the newest running instance of container name.
 func (a *agent) runningPID(uid, name string) uint32 {
 	a.t.Helper()

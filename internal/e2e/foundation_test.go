@@ -27,6 +27,7 @@ func TestFoundation(t *testing.T) {
 	t.Run("EditReplacesPod", func(t *testing.T) { t.Parallel(); editReplaces(t, a) })
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); logs(t, a) })
 	t.Run("PodNetworkNamespaces", func(t *testing.T) { t.Parallel(); networkNamespaces(t, a) })
+	t.Run("RemovedAndRestoredWhileTerminating", func(t *testing.T) { t.Parallel(); removeRestore(t, a) })
 	t.Run("BrokenManifestBesideGoodOne", func(t *testing.T) { t.Parallel(); brokenManifest(t, a) })
 }
 
@@ -316,5 +317,32 @@ func brokenManifest(t *testing.T, shared *agent) {
 	})
 	if _, err := a.cli("get", "pods"); err != nil {
 		t.Fatalf("agent stopped answering: %v", err)
+	}
+}
+
+// A manifest removed and put back while its pod is still terminating: the pod comes back (same
+// UID, as the content is the same) once the old instance is gone.
+func removeRestore(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	m := podYAML("phoenix", "Always", 2, "", shContainer("c", "trap '' TERM; sleep 3600", ""))
+	a.write("phoenix.yaml", m)
+	old := a.waitPod(30*time.Second, "phoenix-e2e", "Running", running)
+	oldPID := a.runningPID(string(old.UID), "c")
+	a.remove("phoenix.yaml")
+	a.eventually(10*time.Second, "terminating", func() (bool, string) {
+		pods, _ := a.pods()
+		for _, p := range pods {
+			if p.Name == "phoenix-e2e" && p.DeletionTimestamp != nil {
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	a.write("phoenix.yaml", m)
+	p := a.waitPod(30*time.Second, "phoenix-e2e", "Running again", func(p *corev1.Pod) bool {
+		return running(p) && p.UID == old.UID && a.pidOf(string(p.UID), "c") != oldPID
+	})
+	if status(p, "c").RestartCount != 0 {
+		t.Fatalf("restored pod restart count %d, want 0 (a new instance)", status(p, "c").RestartCount)
 	}
 }
