@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,7 @@ func manifestDroppedRuns(t *testing.T, shared *agent) {
 func restartPolicies(t *testing.T, shared *agent) {
 	a := sub(t, shared)
 	a.write("policies.yaml", strings.Join([]string{
-		podYAML("always", "Always", 1, "", shContainer("c", "sleep 3600", "")),
+		podYAML("always", "Always", 1, "", shContainer("c", "echo instance-$(cat /proc/sys/kernel/random/uuid); sleep 3600", "")),
 		podYAML("never", "Never", 1, "", shContainer("c", "sleep 3600", "")),
 		podYAML("onfailure", "OnFailure", 1, "", shContainer("c", "sleep 3600", "")),
 		podYAML("onfailure-ok", "OnFailure", 1, "", shContainer("c", "sleep 1; exit 0", "")),
@@ -97,6 +98,16 @@ func restartPolicies(t *testing.T, shared *agent) {
 	})
 	if lt := status(p, "c").LastTerminationState.Terminated; lt == nil || lt.ExitCode != 137 || lt.Reason != "Error" {
 		t.Fatalf("always: lastState = %+v, want terminated 137 Error", lt)
+	}
+	var cur, prev string
+	a.eventually(10*time.Second, "logs of both instances", func() (bool, string) {
+		var err1, err2 error
+		cur, err1 = a.cli("logs", "always")
+		prev, err2 = a.cli("logs", "always", "--previous")
+		return err1 == nil && err2 == nil && strings.HasPrefix(cur, "instance-") && strings.HasPrefix(prev, "instance-"), fmt.Sprint(cur, prev, err1, err2)
+	})
+	if cur == prev {
+		t.Fatalf("logs --previous shows the current instance's output %q", cur)
 	}
 	a.waitPod(30*time.Second, "onfailure-e2e", "restarted after a non-zero exit", func(p *corev1.Pod) bool {
 		cs := status(p, "c")
