@@ -313,11 +313,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
 		oci.WithoutRunMount,
 	}
-	if pod.Spec.HostNetwork {
-		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
-	} else {
-		opts = append(opts, oci.WithHostname(PodHostname(pod)))
-	}
+	opts = append(opts, hostnameOpts(pod)...)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
 		containerd.WithRuntime("io.containerd.runc.v2", nil),
@@ -485,11 +481,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithMounts(append(podFiles, vols...)),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
 	}
-	if pod.Spec.HostNetwork {
-		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
-	} else {
-		opts = append(opts, oci.WithHostname(PodHostname(pod)))
-	}
+	opts = append(opts, hostnameOpts(pod)...)
 	pid := req.Sandbox.PID
 	if pid == 0 {
 		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
@@ -505,6 +497,15 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		opts = append(opts, oci.WithTTY)
 	}
 	return opts, nil
+}
+
+// hostnameOpts gives a hostNetwork pod the host's network and UTS namespaces, any other pod its
+// own hostname.
+func hostnameOpts(pod *corev1.Pod) []oci.SpecOpts {
+	if pod.Spec.HostNetwork {
+		return []oci.SpecOpts{oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace)}
+	}
+	return []oci.SpecOpts{oci.WithHostname(PodHostname(pod))}
 }
 
 func nsFile(t specs.LinuxNamespaceType) string {
