@@ -309,7 +309,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
 		w.setImageWaiting(pod, c.Name, "ErrImagePull", err.Error())
-		return false, pm.notBefore
+		// Sync again soon: the status then says ImagePullBackOff until the backoff ends, as the
+		// kubelet's does.
+		return false, time.Now().Add(time.Second)
 	}
 	delete(w.pulls, c.Image)
 	delete(w.imgWaiting, c.Name)

@@ -65,7 +65,7 @@ func podStatusReason(p *corev1.Pod) string {
 			reason = "Running"
 		}
 	}
-	if p.DeletionTimestamp != nil {
+	if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		reason = "Terminating"
 	}
 	return reason
