@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	env.Stop()
+	testenv.RemoveBinaries()
 	os.Exit(code)
 }
 

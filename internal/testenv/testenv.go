@@ -223,3 +223,10 @@ func moduleRoot() (string, error) {
 	}
 	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
 }
+
+// RemoveBinaries deletes what Binaries built. Call it from TestMain after m.Run.
+func RemoveBinaries() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}

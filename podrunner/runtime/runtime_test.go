@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	env.Stop()
+	testenv.RemoveBinaries()
 	os.Exit(code)
 }
 
