@@ -98,6 +98,9 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 	}
 	var client *containerd.Client
 	for attempt := 1; ; attempt++ {
+		if !retry && !Answers(cfg.Address) {
+			return nil, fmt.Errorf("cannot reach containerd at %s: nothing answers on that socket (is containerd running? try --containerd-address)", cfg.Address)
+		}
 		if retry && !Answers(cfg.Address) {
 			cfg.Logger.Warn("containerd is not answering; retrying in 2s", "address", cfg.Address, "attempt", attempt)
 			select {
