@@ -12,7 +12,7 @@ import (
 //   - BestEffort: no container has any cpu or memory request or limit;
 //   - Burstable: everything else.
 func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
-	any, guaranteed := false, true
+	hasAny, guaranteed := false, true
 	var ctrs []corev1.Container
 	ctrs = append(ctrs, pod.Spec.InitContainers...)
 	ctrs = append(ctrs, pod.Spec.Containers...)
@@ -21,7 +21,7 @@ func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 			req, hasReq := c.Resources.Requests[name]
 			lim, hasLim := c.Resources.Limits[name]
 			if hasReq && !req.IsZero() || hasLim && !lim.IsZero() {
-				any = true
+				hasAny = true
 			}
 			if !hasLim || lim.IsZero() {
 				guaranteed = false
@@ -33,7 +33,7 @@ func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 		}
 	}
 	switch {
-	case !any:
+	case !hasAny:
 		return corev1.PodQOSBestEffort
 	case guaranteed:
 		return corev1.PodQOSGuaranteed

@@ -293,7 +293,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction) (bool, time.Time) {
 	c := a.Container
 	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
-		w.setImageWaiting(pod, c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
+		w.setImageWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
 		return false, pm.notBefore
 	}
 	began := time.Now()
@@ -308,7 +308,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		pm.state, pm.notBefore, pm.lastErr = next, time.Now().Add(delay), err.Error()
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
-		w.setImageWaiting(pod, c.Name, "ErrImagePull", err.Error())
+		w.setImageWaiting(c.Name, "ErrImagePull", err.Error())
 		// Sync again soon: the status then says ImagePullBackOff until the backoff ends, as the
 		// kubelet's does.
 		return false, time.Now().Add(time.Second)
@@ -346,7 +346,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 }
 
 // setImageWaiting shows an image pull problem in the container's waiting state.
-func (w *worker) setImageWaiting(pod *corev1.Pod, name, reason, msg string) {
+func (w *worker) setImageWaiting(name, reason, msg string) {
 	w.imgWaiting[name] = Waiting{Reason: reason, Message: msg}
 }
 
