@@ -32,6 +32,8 @@ type fakeRuntime struct {
 	recs     map[string]*ContainerRecord
 	calls    []fakeCall
 	pullErrs map[string]error
+	// startErrs: container name -> error StartContainer returns without keeping a record.
+	startErrs map[string]error
 	// stopHook, when set, is called (without the lock) before a StopContainer takes effect.
 	stopHook func(ctx context.Context, id string)
 	exits    chan ExitEvent
@@ -39,9 +41,10 @@ type fakeRuntime struct {
 
 func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
-		recs:     map[string]*ContainerRecord{},
-		pullErrs: map[string]error{},
-		exits:    make(chan ExitEvent, 1000),
+		recs:      map[string]*ContainerRecord{},
+		pullErrs:  map[string]error{},
+		startErrs: map[string]error{},
+		exits:     make(chan ExitEvent, 1000),
 	}
 }
 
@@ -84,6 +87,10 @@ func (f *fakeRuntime) CreateSandbox(_ context.Context, pod *corev1.Pod, attempt 
 func (f *fakeRuntime) StartContainer(_ context.Context, req StartRequest) (ContainerRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.startErrs[req.Container.Name]; err != nil {
+		f.recordLocked(fakeCall{Op: "StartContainer", PodUID: string(req.Pod.UID), Name: req.Container.Name, Attempt: req.Attempt})
+		return ContainerRecord{}, err
+	}
 	now := time.Now()
 	r := &ContainerRecord{
 		ID: f.newIDLocked("c"), PodUID: string(req.Pod.UID), PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace,

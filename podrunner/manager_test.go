@@ -552,6 +552,29 @@ func TestManagerImagePullFailure(t *testing.T) {
 	}
 }
 
+// A start that fails before anything is kept (bad spec) waits with backoff as
+// CreateContainerConfigError; it never turns into a tight retry loop.
+func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	e.rt.mu.Lock()
+	e.rt.startErrs["main"] = errors.New(`volume "cfg": this volume type is not supported yet`)
+	e.rt.mu.Unlock()
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	waitFor(t, "CreateContainerConfigError", func() bool {
+		cs, ok := e.containerStatus("uid-a", "main")
+		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError" &&
+			strings.Contains(cs.State.Waiting.Message, "not supported")
+	})
+	before := len(e.rt.Calls("ListContainers"))
+	e.m.Update([]*corev1.Pod{pod}) // wakes the worker inside the backoff
+	waitFor(t, "another sync", func() bool { return len(e.rt.Calls("ListContainers")) > before })
+	if n := len(e.starts("uid-a", "main")); n != 1 {
+		t.Fatalf("%d start attempts inside the backoff, want 1", n)
+	}
+}
+
 func TestManagerFindPod(t *testing.T) {
 	e := newEnv(t, slowBackoff)
 	web := mgrPod("uid-web", "web", corev1.RestartPolicyAlways, "main")

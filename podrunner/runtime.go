@@ -28,8 +28,10 @@ type Runtime interface {
 	CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (ContainerRecord, error)
 
 	// StartContainer creates and starts container c of pod inside sandbox, with its output written
-	// to logPath in the CRI format. It returns the record of the running container. The exit of a
-	// container that fails to start is reported as an error and leaves no running task behind.
+	// to logPath in the CRI format. It returns the record of the running container. A container
+	// that fails to start leaves no running task behind; when the failed instance was kept as an
+	// exited container (so restart policy and backoff apply to it) the error wraps ErrExitRecorded,
+	// otherwise (bad spec, missing image) nothing of it was kept.
 	StartContainer(ctx context.Context, req StartRequest) (ContainerRecord, error)
 
 	// StopContainer asks the container's process to stop with signal (0: the image's stop signal,
@@ -134,3 +136,6 @@ type ExitEvent struct {
 
 // ErrNotFound is returned (wrapped) for a container or image that does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrExitRecorded marks a StartContainer failure that the runtime kept as an exited instance.
+var ErrExitRecorded = errors.New("recorded as the container's exit")

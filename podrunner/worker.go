@@ -37,10 +37,11 @@ type worker struct {
 	// Owned by the worker goroutine only.
 	startTime  time.Time
 	restarts   map[string]*restartMemo // container name -> backoff memory
-	pulls      map[string]*pullMemo    // image -> pull backoff memory
+	pulls      map[string]*retryMemo   // image -> pull backoff memory
+	configErrs map[string]*retryMemo   // container name -> start failures nothing was kept of
 	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
 	reported   map[string]bool         // exited instances whose BackOff event was recorded
-	imgWaiting map[string]Waiting      // container name -> image pull problem, until it starts
+	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
 }
 
 // restartMemo remembers the backoff decision for the newest exited instance of a container.
@@ -50,8 +51,8 @@ type restartMemo struct {
 	state     BackoffState
 }
 
-// pullMemo remembers failed pulls of one image.
-type pullMemo struct {
+// retryMemo remembers repeated failures of one thing (an image pull, a container's config).
+type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
 	lastErr   string
@@ -68,7 +69,8 @@ func newWorker(m *Manager, pod *corev1.Pod) *worker {
 		desired:    pod,
 		startTime:  time.Now(),
 		restarts:   map[string]*restartMemo{},
-		pulls:      map[string]*pullMemo{},
+		pulls:      map[string]*retryMemo{},
+		configErrs: map[string]*retryMemo{},
 		killedByUs: map[string]bool{},
 		reported:   map[string]bool{},
 		imgWaiting: map[string]Waiting{},
@@ -163,7 +165,26 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 			}
 		}
 	}
+	forgetGone(w.killedByUs, recs)
+	forgetGone(w.reported, recs)
 	return NewPodView(recs), nil
+}
+
+// forgetGone drops the entries of set whose container no longer exists, so the worker's
+// memory of a long crash loop stays as small as the pod's record.
+func forgetGone(set map[string]bool, recs []ContainerRecord) {
+	if len(set) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		live[r.ID] = true
+	}
+	for id := range set {
+		if !live[id] {
+			delete(set, id)
+		}
+	}
 }
 
 // gate computes, once per exited instance, when it may be replaced (CrashLoopBackOff).
@@ -292,23 +313,21 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 // start pulls the image of one container if needed and starts it.
 func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction) (bool, time.Time) {
 	c := a.Container
+	if m := w.configErrs[c.Name]; m != nil && time.Now().Before(m.notBefore) {
+		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
+		return false, m.notBefore
+	}
 	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
-		w.setImageWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
+		w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
 		return false, pm.notBefore
 	}
 	began := time.Now()
 	img, err := w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
 	if err != nil {
-		pm := w.pulls[c.Image]
-		if pm == nil {
-			pm = &pullMemo{state: BackoffState{Restarts: 1}}
-			w.pulls[c.Image] = pm
-		}
-		delay, next := w.m.cfg.Backoff.Next(pm.state, time.Time{}, time.Time{})
-		pm.state, pm.notBefore, pm.lastErr = next, time.Now().Add(delay), err.Error()
+		w.failed(w.pulls, c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
-		w.setImageWaiting(c.Name, "ErrImagePull", err.Error())
+		w.setWaiting(c.Name, "ErrImagePull", err.Error())
 		// Sync again soon: the status then says ImagePullBackOff until the backoff ends, as the
 		// kubelet's does.
 		return false, time.Now().Add(time.Second)
@@ -336,17 +355,35 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", err)
-		// The runtime recorded the failure as an exit when it could: plan again (backoff applies).
-		return !errors.Is(err, ErrNotFound), time.Now().Add(time.Second)
+		if errors.Is(err, ErrExitRecorded) {
+			return true, time.Time{} // plan again: restart policy and CrashLoopBackOff apply
+		}
+		// Nothing was kept (bad spec, image gone): retry with backoff, never in a tight loop.
+		m := w.failed(w.configErrs, c.Name, err)
+		w.setWaiting(c.Name, "CreateContainerConfigError", err.Error())
+		return false, m.notBefore
 	}
+	delete(w.configErrs, c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
 	w.log.Info("container started", "container", c.Name, "restartCount", a.Attempt, "pid", rec.PID, "took", time.Since(began).Round(time.Millisecond))
 	return true, time.Time{}
 }
 
-// setImageWaiting shows an image pull problem in the container's waiting state.
-func (w *worker) setImageWaiting(name, reason, msg string) {
+// failed charges one more failure to memo[key] and returns it with its next retry time.
+func (w *worker) failed(memo map[string]*retryMemo, key string, err error) *retryMemo {
+	m := memo[key]
+	if m == nil {
+		m = &retryMemo{state: BackoffState{Restarts: 1}}
+		memo[key] = m
+	}
+	delay, next := w.m.cfg.Backoff.Next(m.state, time.Time{}, time.Time{})
+	m.state, m.notBefore, m.lastErr = next, time.Now().Add(delay), err.Error()
+	return m
+}
+
+// setWaiting shows a pull or config problem in the container's waiting state.
+func (w *worker) setWaiting(name, reason, msg string) {
 	w.imgWaiting[name] = Waiting{Reason: reason, Message: msg}
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	eventsapi "github.com/containerd/containerd/api/events"
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -426,7 +427,7 @@ func (r *Runtime) cannotRun(ctx context.Context, c containerd.Container, cause e
 		LabelReason:     "ContainerCannotRun",
 		LabelMessage:    msg,
 	})
-	return fmt.Errorf("start container %s: %w", c.ID(), cause)
+	return fmt.Errorf("start container %s: %w (%w)", c.ID(), cause, podrunner.ErrExitRecorded)
 }
 
 func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RootDir, "fifo") }
@@ -444,7 +445,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
+	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, e) })
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = e.Value
@@ -537,7 +538,7 @@ func withEnv(env []string) oci.SpecOpts {
 }
 
 // resolveEnvSource resolves the downward-API sources podkeeper knows without other documents.
-func resolveEnvSource(pod *corev1.Pod, _ *corev1.Container, e corev1.EnvVar) string {
+func resolveEnvSource(pod *corev1.Pod, e corev1.EnvVar) string {
 	if e.ValueFrom.FieldRef != nil {
 		switch e.ValueFrom.FieldRef.FieldPath {
 		case "metadata.name":
@@ -664,10 +665,7 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 			}
 			return podrunner.ContainerRecord{}, fmt.Errorf("delete task %s: %w", id, err)
 		}
-		if tio != nil {
-			tio.close()
-			r.removeFIFOs(tio.task)
-		}
+		r.release(tio)
 		if st != nil && labels[LabelFinishedAt] == "" {
 			code := int32(st.ExitCode())
 			at := st.ExitTime()
@@ -691,6 +689,15 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 	}
 	rec.Message = labels[LabelMessage]
 	return rec, nil
+}
+
+// release flushes a finished task's log streams and deletes its FIFOs. nil is a no-op.
+func (r *Runtime) release(tio *taskIO) {
+	if tio == nil {
+		return
+	}
+	tio.close()
+	r.removeFIFOs(tio.task)
 }
 
 // removeFIFOs deletes the FIFO directory of a task created by this process's IO creator (or left
@@ -736,10 +743,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 			return fmt.Errorf("delete task %s: %w", id, err)
 		}
 	}
-	if tio != nil {
-		tio.close()
-		r.removeFIFOs(tio.task)
-	}
+	r.release(tio)
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
@@ -818,7 +822,7 @@ type taskInfo struct {
 }
 
 func (r *Runtime) listTasks(ctx context.Context) (map[string]taskInfo, error) {
-	resp, err := r.client.TaskService().List(ctx, &tasksListRequest)
+	resp, err := r.client.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -22,8 +21,6 @@ import (
 
 	"github.com/podkeeper/podkeeper/podrunner"
 )
-
-var tasksListRequest = tasksapi.ListTasksRequest{}
 
 func processStatus(s tasktypes.Status) containerd.ProcessStatus {
 	switch s {

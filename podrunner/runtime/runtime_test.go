@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -296,6 +297,9 @@ func TestContainerThatCannotStartIsRecordedAsExit(t *testing.T) {
 	_, err = rt.StartContainer(ctx, podrunner.StartRequest{Pod: pod, Sandbox: sb, Container: &pod.Spec.Containers[0], Kind: podrunner.KindApp, LogPath: filepath.Join(t.TempDir(), "0.log")})
 	if err == nil {
 		t.Fatal("starting a missing binary succeeded")
+	}
+	if !errors.Is(err, podrunner.ErrExitRecorded) {
+		t.Fatalf("error %v does not say the failure was recorded as an exit", err)
 	}
 	recs, err := rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {

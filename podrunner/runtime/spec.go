@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -138,14 +137,8 @@ func writePodFiles(root string, pod *corev1.Pod) ([]specs.Mount, error) {
 	if err != nil {
 		resolv = nil
 	}
-	files := map[string][]byte{"etc-hosts": []byte(hosts), "resolv.conf": resolv, "hostname": []byte(hostname + "\n")}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := os.WriteFile(filepath.Join(dir, n), files[n], 0o644); err != nil {
+	for n, content := range map[string][]byte{"etc-hosts": []byte(hosts), "resolv.conf": resolv, "hostname": []byte(hostname + "\n")} {
+		if err := os.WriteFile(filepath.Join(dir, n), content, 0o644); err != nil {
 			return nil, fmt.Errorf("write pod %s: %w", n, err)
 		}
 	}
