@@ -37,6 +37,8 @@ type fakeRuntime struct {
 	// stopHook, when set, is called (without the lock) before a StopContainer takes effect.
 	stopHook func(ctx context.Context, id string)
 	exits    chan ExitEvent
+	// execFn, when set, answers Exec (without the lock); else Exec returns 0 on a running container.
+	execFn func(ctx context.Context, id string, req ExecRequest) (int, error)
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -262,3 +264,27 @@ func (f *fakeRuntime) Running(uid, name string) (ContainerRecord, bool) {
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
+
+// Exec answers with execFn when set (see SetExec), else 0, for a running container.
+func (f *fakeRuntime) Exec(ctx context.Context, id string, req ExecRequest) (int, error) {
+	f.mu.Lock()
+	f.recordLocked(fakeCall{Op: "Exec", ID: id})
+	r, ok := f.recs[id]
+	running := ok && r.State == StateRunning
+	fn := f.execFn
+	f.mu.Unlock()
+	if !running {
+		return -1, fmt.Errorf("exec in %s: %w", id, ErrNotFound)
+	}
+	if fn != nil {
+		return fn(ctx, id, req)
+	}
+	return 0, nil
+}
+
+// SetExec makes Exec answer with fn.
+func (f *fakeRuntime) SetExec(fn func(ctx context.Context, id string, req ExecRequest) (int, error)) {
+	f.mu.Lock()
+	f.execFn = fn
+	f.mu.Unlock()
+}

@@ -3,6 +3,7 @@ package podrunner
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,13 @@ type Runtime interface {
 	// volumes). Call once all the pod's containers are removed.
 	RemovePodFiles(podUID string) error
 
+	// Exec runs req.Cmd inside the running container id (its namespaces, cgroup, user and
+	// environment) and waits for it to end, returning its exit code. When ctx ends first, the
+	// exec'd process is killed with SIGKILL and ctx's error is returned (wrapped): probe and hook
+	// timeouts rely on this. Exec on a container that is not running returns an error wrapping
+	// ErrNotFound. Exec output never goes to the container's log.
+	Exec(ctx context.Context, id string, req ExecRequest) (int, error)
+
 	// Exits delivers a hint each time a podkeeper task exits. It is a hint only: receivers re-read
 	// state with ListContainers. The channel is never closed while the runtime lives.
 	Exits() <-chan ExitEvent
@@ -68,6 +76,30 @@ type StartRequest struct {
 	Attempt   int           // the restart count this instance is started with
 	LogPath   string
 	SpecHash  string
+	// Config resolves configMapKeyRef/secretKeyRef/envFrom and configMap/secret volumes; may be nil.
+	Config ConfigLookup
+}
+
+// ExecRequest is one command to run in a container. Nil streams are discarded (stdin: empty).
+type ExecRequest struct {
+	Cmd    []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer // unused with TTY: a terminal has one output stream
+	TTY    bool
+	// Resize carries terminal size changes for a TTY exec; nil when there are none.
+	Resize <-chan TermSize
+}
+
+// TermSize is a terminal's size in characters.
+type TermSize struct{ Width, Height uint16 }
+
+// ConfigLookup finds the ConfigMap and Secret documents of the desired state (the manifest
+// directory, or the API server) for env, envFrom and volumes. Safe for concurrent use. A nil
+// ConfigLookup finds nothing.
+type ConfigLookup interface {
+	ConfigMap(namespace, name string) (*corev1.ConfigMap, bool)
+	Secret(namespace, name string) (*corev1.Secret, bool)
 }
 
 // ImageResult reports how an image was made available.

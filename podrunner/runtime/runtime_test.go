@@ -333,3 +333,47 @@ func TestEnsureImagePolicies(t *testing.T) {
 		t.Fatalf("pull error %v lacks ErrImagePull", err)
 	}
 }
+
+func TestExecRunsInContainerAndTimeoutKills(t *testing.T) {
+	rt, ctx := newRuntime(t)
+	pod := testPod(t, sh("app", "echo hello > /tmp/f; exec sleep 1000"))
+	_, recs := startPod(t, rt, ctx, pod, t.TempDir())
+	id := recs[0].ID
+
+	var out strings.Builder
+	code, err := rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"cat", "/tmp/f"}, Stdout: &out})
+	if err != nil || code != 0 || out.String() != "hello\n" {
+		t.Fatalf("exec cat: code %d err %v out %q", code, err, out.String())
+	}
+	code, err = rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"sh", "-c", "exit 3"}})
+	if err != nil || code != 3 {
+		t.Fatalf("exec exit 3: code %d err %v", code, err)
+	}
+	out.Reset()
+	code, err = rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"sh", "-c", "cat; echo done"}, Stdin: strings.NewReader("in\n"), Stdout: &out})
+	if err != nil || code != 0 || out.String() != "in\ndone\n" {
+		t.Fatalf("exec with stdin: code %d err %v out %q", code, err, out.String())
+	}
+
+	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = rt.Exec(tctx, id, podrunner.ExecRequest{Cmd: []string{"sleep", "100"}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hanging exec: err %v, want deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("hanging exec returned after %s", d)
+	}
+	// The killed process is gone: only the app's sleep 1000 remains.
+	out.Reset()
+	if _, err := rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"ps", "-o", "args"}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "sleep 100\n") {
+		t.Fatalf("timed-out exec still running:\n%s", out.String())
+	}
+	if _, err := rt.Exec(ctx, "no-such-container", podrunner.ExecRequest{Cmd: []string{"true"}}); !errors.Is(err, podrunner.ErrNotFound) {
+		t.Fatalf("exec in missing container: %v", err)
+	}
+}

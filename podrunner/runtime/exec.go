@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+
+	"github.com/podkeeper/podkeeper/podrunner"
+)
+
+// Exec implements podrunner.Runtime.
+func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest) (int, error) {
+	if len(req.Cmd) == 0 {
+		return -1, fmt.Errorf("exec in %s: no command", id)
+	}
+	nctx := r.ctx(context.WithoutCancel(ctx))
+	c, err := r.client.LoadContainer(nctx, id)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, notFound(err))
+	}
+	task, err := c.Task(nctx, nil)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, notFound(err))
+	}
+	if st, err := task.Status(nctx); err != nil || st.Status != containerd.Running {
+		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, podrunner.ErrNotFound)
+	}
+	spec, err := c.Spec(nctx)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: read spec: %w", id, err)
+	}
+	pspec := *spec.Process
+	pspec.Args = req.Cmd
+	pspec.Terminal = req.TTY
+
+	stdout, stderr := req.Stdout, req.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	var proc containerd.Process
+	var stdin io.Reader
+	if req.Stdin != nil {
+		// The shim keeps the process's stdin open until told: close it when the reader ends.
+		stdin = &closeOnEOF{r: req.Stdin, done: func() {
+			if proc != nil {
+				_ = proc.CloseIO(nctx, containerd.WithStdinCloser)
+			}
+		}}
+	}
+	opts := []cio.Opt{cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(r.fifoDir())}
+	if req.TTY {
+		opts = append(opts, cio.WithTerminal)
+	}
+	execID := "exec-" + randomHex(6)
+	proc, err = task.Exec(nctx, execID, &pspec, cio.NewCreator(opts...))
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(nctx, 5*time.Second)
+		defer cancel()
+		_, _ = proc.Delete(dctx, containerd.WithProcessKill)
+	}()
+	statusC, err := proc.Wait(nctx)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: wait: %w", id, err)
+	}
+	if err := proc.Start(nctx); err != nil {
+		return -1, fmt.Errorf("exec in %s: start %q: %w", id, req.Cmd[0], err)
+	}
+	if req.TTY && req.Resize != nil {
+		go func() {
+			for {
+				select {
+				case sz, ok := <-req.Resize:
+					if !ok {
+						return
+					}
+					_ = proc.Resize(nctx, uint32(sz.Width), uint32(sz.Height))
+				case <-statusC:
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case st := <-statusC:
+		proc.IO().Wait()
+		code, _, err := st.Result()
+		if err != nil {
+			return -1, fmt.Errorf("exec in %s: %w", id, err)
+		}
+		return int(code), nil
+	case <-ctx.Done():
+		_ = proc.Kill(nctx, syscall.SIGKILL)
+		select {
+		case <-statusC:
+		case <-time.After(5 * time.Second):
+		}
+		proc.IO().Cancel()
+		return -1, fmt.Errorf("exec in %s: %q killed: %w", id, req.Cmd[0], ctx.Err())
+	}
+}
+
+func notFound(err error) error {
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", podrunner.ErrNotFound, err)
+	}
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// closeOnEOF calls done once when the wrapped reader reports an error (EOF included).
+type closeOnEOF struct {
+	r    io.Reader
+	done func()
+	once bool
+}
+
+func (c *closeOnEOF) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && !c.once {
+		c.once = true
+		c.done()
+	}
+	return n, err
+}
