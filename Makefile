@@ -7,7 +7,7 @@ GO         ?= go
 BIN        := $(CURDIR)/bin
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X main.version=$(VERSION)
-APT_PKGS   := containerd runc busybox-static containernetworking-plugins iproute2 docker-registry
+APT_PKGS   := containerd runc busybox-static containernetworking-plugins iproute2 iptables docker-registry
 # Where the demo keeps its state (the agent's defaults, so plain `podkeeper get pods` works).
 DEMO_ROOT  ?= /var/lib/podkeeper
 DEMO_DIR   ?= $(DEMO_ROOT)/demo-manifests
