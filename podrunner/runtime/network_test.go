@@ -439,3 +439,117 @@ func TestUserCNIConfigIsUsed(t *testing.T) {
 }
 
 func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+func nsLink(t *testing.T, pid uint32, ns string) string {
+	t.Helper()
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestPodHostsHostnameAndResolvConf(t *testing.T) {
+	n := newTestNet(t)
+	rt, ctx := newNetRuntime(t, n)
+	pod := testPod(t, sh("c", "sleep 3600"))
+	pod.Spec.Hostname, pod.Spec.Subdomain = "web", "sub"
+	pod.Spec.HostAliases = []corev1.HostAlias{{IP: "192.0.2.10", Hostnames: []string{"alias-one", "alias-two"}}}
+	ndots := "3"
+	pod.Spec.DNSPolicy = corev1.DNSNone
+	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"192.0.2.53"}, Searches: []string{"example.test"},
+		Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}}
+	sb, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
+
+	hosts, _ := execOut(t, rt, ctx, ctrs[0].ID, "cat", "/etc/hosts")
+	for _, want := range []string{
+		"127.0.0.1\tlocalhost\n",
+		sb.PodIPs[0] + "\tweb.sub.default.svc.cluster.local\tweb\n",
+		"# Entries added by HostAliases.\n192.0.2.10\talias-one\talias-two\n",
+	} {
+		if !strings.Contains(hosts, want) {
+			t.Errorf("/etc/hosts lacks %q:\n%s", want, hosts)
+		}
+	}
+	if h, _ := execOut(t, rt, ctx, ctrs[0].ID, "hostname"); strings.TrimSpace(h) != "web" {
+		t.Errorf("hostname %q, want web", h)
+	}
+	if r, _ := execOut(t, rt, ctx, ctrs[0].ID, "cat", "/etc/resolv.conf"); r != "search example.test\nnameserver 192.0.2.53\noptions ndots:3\n" {
+		t.Errorf("dnsPolicy None resolv.conf:\n%s", r)
+	}
+
+	// Default (and ClusterFirst without cluster DNS) copy the host's resolv.conf.
+	hostResolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(ParseResolvConf(hostResolv).Render())
+	for _, policy := range []corev1.DNSPolicy{corev1.DNSDefault, corev1.DNSClusterFirst} {
+		p := testPod(t, sh("c", "sleep 3600"))
+		p.UID += types.UID(strings.ToLower(string(policy)))
+		p.Spec.DNSPolicy = policy
+		_, cs := startPod(t, rt, ctx, p, t.TempDir())
+		if r, _ := execOut(t, rt, ctx, cs[0].ID, "cat", "/etc/resolv.conf"); r != want {
+			t.Errorf("dnsPolicy %s resolv.conf:\n%s\nwant the host's:\n%s", policy, r, want)
+		}
+	}
+}
+
+func TestPodNamespaces(t *testing.T) {
+	rt, ctx := newRuntime(t) // namespaces need no CNI
+	yes := true
+
+	// Network, IPC and UTS are the sandbox's for every container; PID is each container's own.
+	plain := testPod(t, sh("a", "sleep 3600"), sh("b", "sleep 3601"))
+	sb, ctrs := startPod(t, rt, ctx, plain, t.TempDir())
+	for _, ns := range []string{"net", "ipc", "uts"} {
+		if a, b, s := nsLink(t, ctrs[0].PID, ns), nsLink(t, ctrs[1].PID, ns), nsLink(t, sb.PID, ns); a != s || b != s {
+			t.Errorf("%s namespace not shared: a=%s b=%s sandbox=%s", ns, a, b, s)
+		}
+	}
+	if a, b := nsLink(t, ctrs[0].PID, "pid"), nsLink(t, ctrs[1].PID, "pid"); a == b {
+		t.Errorf("without shareProcessNamespace two containers share pid namespace %s", a)
+	}
+
+	// shareProcessNamespace: one PID namespace, the pause process is PID 1, each sees the other.
+	shared := testPod(t, sh("a", "sleep 3600"), sh("b", "sleep 3601"))
+	shared.UID += "s"
+	shared.Spec.ShareProcessNamespace = &yes
+	sbS, ctrsS := startPod(t, rt, ctx, shared, t.TempDir())
+	if a, s := nsLink(t, ctrsS[0].PID, "pid"), nsLink(t, sbS.PID, "pid"); a != s {
+		t.Errorf("shareProcessNamespace: container pid ns %s, sandbox %s", a, s)
+	}
+	ps, _ := execOut(t, rt, ctx, ctrsS[0].ID, "ps", "-o", "pid,args")
+	if !strings.Contains(ps, "sleep 3601") {
+		t.Errorf("container a does not see container b's process:\n%s", ps)
+	}
+	if !strings.Contains(ps, "    1 /pause") {
+		t.Errorf("the pause process is not PID 1:\n%s", ps)
+	}
+
+	// hostPID and hostIPC: the host's namespaces (and the host's /dev/shm).
+	host := testPod(t, sh("h", "sleep 3600"))
+	host.UID += "h"
+	host.Spec.HostPID, host.Spec.HostIPC = true, true
+	_, ctrsH := startPod(t, rt, ctx, host, t.TempDir())
+	self := uint32(os.Getpid())
+	for _, ns := range []string{"pid", "ipc"} {
+		if c, h := nsLink(t, ctrsH[0].PID, ns), nsLink(t, self, ns); c != h {
+			t.Errorf("host%s pod: container %s ns %s, host %s", strings.ToUpper(ns[:1])+ns[1:], ns, c, h)
+		}
+	}
+	if c, h := nsLink(t, ctrsH[0].PID, "net"), nsLink(t, self, "net"); c == h {
+		t.Errorf("hostPID/hostIPC pod got the host's network namespace")
+	}
+	marker := fmt.Sprintf("pk-shm-%d", time.Now().UnixNano())
+	if err := os.WriteFile("/dev/shm/"+marker, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove("/dev/shm/" + marker)
+	if _, code := execOut(t, rt, ctx, ctrsH[0].ID, "test", "-f", "/dev/shm/"+marker); code != 0 {
+		t.Error("hostIPC container does not see the host's /dev/shm")
+	}
+	if _, code := execOut(t, rt, ctx, ctrs[0].ID, "test", "-f", "/dev/shm/"+marker); code == 0 {
+		t.Error("a plain pod sees the host's /dev/shm")
+	}
+}
