@@ -63,11 +63,11 @@ func newTestNet(t *testing.T) *testNet {
 			Default:  DefaultNetwork{Name: "pkt-" + hex.EncodeToString(b), Bridge: bridge, Subnet: subnet, DataDir: filepath.Join(dir, "ipam")},
 		},
 	}
-	hadChains := portmapChainsExist()
+	hadChains := testenv.PortmapChainsExist()
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "link", "del", bridge).Run()
 		if !hadChains {
-			removePortmapChains()
+			testenv.RemovePortmapChains()
 		}
 	})
 	return n
@@ -141,27 +141,6 @@ func iptablesMentions(t *testing.T, s string) []string {
 		}
 	}
 	return hits
-}
-
-func portmapChainsExist() bool {
-	return exec.Command("iptables", "-t", "nat", "-S", "CNI-HOSTPORT-DNAT").Run() == nil
-}
-
-// removePortmapChains deletes portmap's shared chains and the jumps to them (only called when the
-// test created them).
-func removePortmapChains() {
-	jumps := [][]string{
-		{"PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
-		{"OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
-		{"POSTROUTING", "-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"},
-	}
-	for _, j := range jumps {
-		_ = exec.Command("iptables", append([]string{"-t", "nat", "-D"}, j...)...).Run()
-	}
-	for _, c := range []string{"CNI-HOSTPORT-DNAT", "CNI-HOSTPORT-SETMARK", "CNI-HOSTPORT-MASQ"} {
-		_ = exec.Command("iptables", "-t", "nat", "-F", c).Run()
-		_ = exec.Command("iptables", "-t", "nat", "-X", c).Run()
-	}
 }
 
 func eventually(t *testing.T, d time.Duration, what string, f func() (bool, string)) {
