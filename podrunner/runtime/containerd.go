@@ -511,6 +511,11 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
 	}
 	opts = append(opts, containerNamespaceOpts(pod, pid)...)
+	shm, err := r.podShmOpts(pod, req.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, shm...)
 	if ctr.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
@@ -773,6 +778,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
 		return err
 	}
+	if err := r.releaseSandboxShm(ctx, c); err != nil {
+		return err
+	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
@@ -786,6 +794,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 func (r *Runtime) RemovePodFiles(uid string) error {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return fmt.Errorf("bad pod uid %q", uid)
+	}
+	if err := unmountPodShms(r.cfg.RootDir, uid); err != nil {
+		return err
 	}
 	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
 }

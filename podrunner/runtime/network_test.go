@@ -489,6 +489,29 @@ func TestPodNamespaces(t *testing.T) {
 	if a, b := nsLink(t, ctrs[0].PID, "pid"), nsLink(t, ctrs[1].PID, "pid"); a == b {
 		t.Errorf("without shareProcessNamespace two containers share pid namespace %s", a)
 	}
+	// ...and one /dev/shm, private to the pod, gone when the sandbox is removed.
+	if _, code := execOut(t, rt, ctx, ctrs[0].ID, "sh", "-c", "echo shared > /dev/shm/seg"); code != 0 {
+		t.Fatal("cannot write /dev/shm")
+	}
+	if out, _ := execOut(t, rt, ctx, ctrs[1].ID, "cat", "/dev/shm/seg"); out != "shared\n" {
+		t.Errorf("the pod's containers do not share /dev/shm: b read %q", out)
+	}
+	if df, _ := execOut(t, rt, ctx, ctrs[1].ID, "df", "-k", "/dev/shm"); !strings.Contains(df, "65536") {
+		t.Errorf("pod /dev/shm is not a 64 MiB tmpfs:\n%s", df)
+	}
+	if _, err := os.Stat("/dev/shm/seg"); err == nil {
+		t.Error("a pod's /dev/shm write reached the host's /dev/shm")
+	}
+	for _, c := range ctrs {
+		_ = rt.StopContainer(ctx, c.ID, 0)
+		_ = rt.RemoveContainer(ctx, c.ID)
+	}
+	if err := rt.RemoveContainer(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), sb.ID) {
+		t.Errorf("the removed sandbox's /dev/shm is still mounted")
+	}
 
 	// shareProcessNamespace: one PID namespace, the pause process is PID 1, each sees the other.
 	shared := testPod(t, sh("a", "sleep 3600"), sh("b", "sleep 3601"))
@@ -528,7 +551,7 @@ func TestPodNamespaces(t *testing.T) {
 	if _, code := execOut(t, rt, ctx, ctrsH[0].ID, "test", "-f", "/dev/shm/"+marker); code != 0 {
 		t.Error("hostIPC container does not see the host's /dev/shm")
 	}
-	if _, code := execOut(t, rt, ctx, ctrs[0].ID, "test", "-f", "/dev/shm/"+marker); code == 0 {
+	if _, code := execOut(t, rt, ctx, ctrsS[0].ID, "test", "-f", "/dev/shm/"+marker); code == 0 {
 		t.Error("a plain pod sees the host's /dev/shm")
 	}
 }
