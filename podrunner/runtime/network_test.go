@@ -75,6 +75,12 @@ func newTestNet(t *testing.T) *testNet {
 
 func newNetRuntime(t *testing.T, n *testNet) (*Runtime, context.Context) {
 	t.Helper()
+	return newNetRuntimeAt(t, n, t.TempDir())
+}
+
+// newNetRuntimeAt starts a runtime on root (the same root for an agent's restart).
+func newNetRuntimeAt(t *testing.T, n *testNet, root string) (*Runtime, context.Context) {
+	t.Helper()
 	pause, err := testenv.PauseBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +88,7 @@ func newNetRuntime(t *testing.T, n *testNet) (*Runtime, context.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	rt, err := Connect(ctx, Config{
-		Address: env.Address, Namespace: testNS, RootDir: t.TempDir(), PauseBinary: pause, Network: n.cfg,
+		Address: env.Address, Namespace: testNS, RootDir: root, PauseBinary: pause, Network: n.cfg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -354,7 +360,8 @@ func TestPodNetworkCyclesReleaseEverything(t *testing.T) {
 
 func TestNetworkReleasedByRestartedAgent(t *testing.T) {
 	n := newTestNet(t)
-	rt1, ctx := newNetRuntime(t, n)
+	root := t.TempDir()
+	rt1, ctx := newNetRuntimeAt(t, n, root)
 	pod := testPod(t, sh("c", "sleep 3600"))
 	sb, _ := startPod(t, rt1, ctx, pod, t.TempDir())
 	rt1.Close() // the agent goes away; the pod keeps running
@@ -364,7 +371,7 @@ func TestNetworkReleasedByRestartedAgent(t *testing.T) {
 	if err := exec.Command("sh", "-c", "touch "+orphan+" && unshare --net="+orphan+" true").Run(); err != nil {
 		t.Fatal(err)
 	}
-	rt2, ctx2 := newNetRuntime(t, n) // the restarted agent
+	rt2, ctx2 := newNetRuntimeAt(t, n, root) // the restarted agent
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Fatalf("orphaned netns %s not released at start (%v)", orphan, err)
 	}
