@@ -26,9 +26,11 @@ func TestPodNetworkEndToEnd(t *testing.T) {
 	}
 	a := startAgent(t, "pk-e2e-net")
 	_, subnet, _ := net.ParseCIDR(a.subnet)
-	if b, err := os.ReadFile(filepath.Join(a.network().ConfDir, "10-podkeeper.conflist")); err != nil || !strings.Contains(string(b), a.bridge) {
-		t.Fatalf("the agent did not write its default network config with bridge %s: %v\n%s", a.bridge, err, b)
-	}
+	// (the API answers before the agent has reached containerd and set up networking: poll)
+	a.eventually(30*time.Second, "the agent writes its default network config", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(a.network().ConfDir, "10-podkeeper.conflist"))
+		return err == nil && strings.Contains(string(b), a.bridge), fmt.Sprint(err, string(b))
+	})
 	hostPort := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
