@@ -330,7 +330,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	opts = append(opts, r.hostnameOpts(pod)...)
 	opts = append(opts, sandboxNamespaceOpts(pod)...)
-	netOpts, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
+	netOpts, undoNet, err := r.prepareSandbox(ctx, id, pod, labels)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}

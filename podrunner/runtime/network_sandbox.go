@@ -15,6 +15,33 @@ import (
 	"github.com/podkeeper/podkeeper/podrunner"
 )
 
+// prepareSandbox makes what a sandbox about to be created holds besides its process: the pod's
+// /dev/shm (see podShmOpts) and its network (sandboxNetwork), recorded in labels. It returns the
+// spec options for the pause process and an undo for when the sandbox cannot be created.
+func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func(), error) {
+	var shm string
+	if !pod.Spec.HostIPC {
+		shm = sandboxShmPath(r.cfg.RootDir, string(pod.UID), id)
+		if err := mountSandboxShm(shm); err != nil {
+			return nil, nil, err
+		}
+		labels[LabelShm] = shm
+	}
+	opts, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
+	if err != nil {
+		if shm != "" {
+			_ = unmountSandboxShm(shm)
+		}
+		return nil, nil, err
+	}
+	return opts, func() {
+		undoNet()
+		if shm != "" {
+			_ = unmountSandboxShm(shm)
+		}
+	}, nil
+}
+
 // sandboxNetwork sets up the pod network of a sandbox about to be created (nothing for
 // hostNetwork pods or without CNI), records it in labels, and returns the spec options that put
 // the pause process into it and an undo for when the sandbox cannot be created.

@@ -20,9 +20,13 @@ import (
 
 // A pod's containers share its IPC namespace, so they also share one /dev/shm (POSIX shared
 // memory lives there), as with the CRI: a 64 MiB tmpfs per sandbox, mounted on the host under
-// the pod dir and bind-mounted into every container. hostIPC pods use the host's /dev/shm.
+// the pod dir when the sandbox is created (path in its labels), bind-mounted into every
+// container, unmounted when the sandbox is removed. hostIPC pods use the host's /dev/shm.
 
 const podShmSize = 64 << 20
+
+// LabelShm records a sandbox's /dev/shm mount, so any runtime (whatever its root dir) can remove it.
+const LabelShm = "podkeeper.io/shm"
 
 func sandboxShmPath(root, podUID, sandboxID string) string {
 	return filepath.Join(podDir(root, podUID), "shm", sandboxID)
@@ -94,10 +98,17 @@ func (r *Runtime) releaseSandboxShm(ctx context.Context, c containerd.Container)
 	if err != nil {
 		return fmt.Errorf("labels of %s: %w", c.ID(), err)
 	}
-	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox || labels[LabelPodUID] == "" {
+	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox {
 		return nil
 	}
-	return unmountSandboxShm(sandboxShmPath(r.cfg.RootDir, labels[LabelPodUID], c.ID()))
+	path := labels[LabelShm]
+	if path == "" && labels[LabelPodUID] != "" && r.cfg.RootDir != "" {
+		path = sandboxShmPath(r.cfg.RootDir, labels[LabelPodUID], c.ID()) // mounted by a container start
+	}
+	if path == "" {
+		return nil
+	}
+	return unmountSandboxShm(path)
 }
 
 // unmountPodShms unmounts every sandbox /dev/shm left in a pod's dir (before the dir is deleted).
