@@ -15,7 +15,7 @@ DEMO_SOCK  ?= /run/podkeeper/podkeeper.sock
 DEMO_CTRD  ?= /run/podkeeper/containerd/containerd.sock
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps test test-unit demo demo-stop clean fmt vet
+.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet
 
 all: build
 
@@ -40,6 +40,11 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# The issue's pod-network leak check: 1000 sandbox cycles (CNI ADD/DEL) on a private bridge,
+# then no IP reserved, no veth, no iptables rule left. `make test` runs the same test with 50.
+test-net-1000: deps
+	PODKEEPER_NET_CYCLES=1000 $(GO) test -count=1 -timeout 60m -v -run TestPodNetworkCyclesReleaseEverything ./podrunner/runtime/
 
 # Only the tests that need no root or containerd.
 test-unit:

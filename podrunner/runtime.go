@@ -156,6 +156,8 @@ type ContainerRecord struct {
 	// GracePeriod is the pod's terminationGracePeriodSeconds when the container was created, so a
 	// pod whose manifest vanished while podkeeper was down still stops with the grace it asked for.
 	GracePeriod time.Duration
+	// PodIPs are a sandbox's pod IPs from CNI (IPv4 first); empty for hostNetwork or without CNI.
+	PodIPs []string
 }
 
 // ExitEvent is a hint that a task of a pod exited.

@@ -42,6 +42,11 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		if in.HostIP != "" {
 			st.PodIPs = []corev1.PodIP{{IP: in.HostIP}}
 		}
+	} else if sandboxReady && len(sb.PodIPs) > 0 {
+		st.PodIP = sb.PodIPs[0]
+		for _, ip := range sb.PodIPs {
+			st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})
+		}
 	}
 	for _, c := range pod.Spec.InitContainers {
 		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, v, in.Plan))

@@ -44,6 +44,14 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name; static pods are named <name>-<node-name>"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-socket", Value: defaultAPISocket, EnvVars: []string{"PODKEEPER_API_SOCKET"}, Usage: "unix socket of the local API (mode 0600)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pause-binary", Usage: "sandbox process binary (default: podkeeper-pause next to podkeeper, else in PATH)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", Usage: "CNI config dir: its first config (by name) is the pod network; when it has none, podkeeper writes " + runtime.DefaultConflistName + " there (bridge + host-local + portmap). Empty: no CNI, pods get loopback only"}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(runtime.DefaultCNIBinDirs...), Usage: "CNI plugin dirs, searched in order"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "cni-bridge", Value: runtime.DefaultBridge, Usage: "bridge of the default network podkeeper writes"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "pod-subnet", Value: runtime.DefaultPodSubnet, Usage: "pod subnet of the default network podkeeper writes"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "netns-dir", Value: "/run/netns", Usage: "where pods' network namespaces are pinned (pk-<namespace>-<sandbox>)"}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "cluster-dns", Usage: "DNS servers for dnsPolicy ClusterFirst (none: ClusterFirst falls back to the host's resolv.conf, as the kubelet does)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster domain of pod FQDNs and ClusterFirst search paths"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "host resolv.conf that dnsPolicy Default copies"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
@@ -185,6 +193,12 @@ func runAgent(c *cli.Context) error {
 		RootDir:     root,
 		PauseBinary: pause,
 		Logger:      log,
+		Network:     networkConfig(c, root),
+		DNS: runtime.DNSConfig{
+			ClusterDNS:    c.StringSlice("cluster-dns"),
+			ClusterDomain: c.String("cluster-domain"),
+			ResolvConf:    c.String("resolv-conf"),
+		},
 	})
 	if err != nil {
 		return err
@@ -242,6 +256,24 @@ func runAgent(c *cli.Context) error {
 		return nil
 	}
 	return err
+}
+
+// networkConfig is the pod network the flags ask for. The default network's IP reservations
+// (host-local) live under <root-dir>/cni/networks, with podkeeper's other state.
+func networkConfig(c *cli.Context, root string) runtime.NetworkConfig {
+	if c.String("cni-conf-dir") == "" {
+		return runtime.NetworkConfig{}
+	}
+	return runtime.NetworkConfig{
+		ConfDir:  c.String("cni-conf-dir"),
+		BinDirs:  c.StringSlice("cni-bin-dir"),
+		NetnsDir: c.String("netns-dir"),
+		Default: runtime.DefaultNetwork{
+			Bridge:  c.String("cni-bridge"),
+			Subnet:  c.String("pod-subnet"),
+			DataDir: filepath.Join(root, "cni", "networks"),
+		},
+	}
 }
 
 // manifestErrors holds the latest snapshot's file problems for the API.

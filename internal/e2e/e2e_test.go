@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ type agent struct {
 	mu        *sync.Mutex
 	cmd       *exec.Cmd
 	out       *os.File
+	bridge    string // the agent's own CNI bridge and pod subnet, never the host's defaults
+	subnet    string
 }
 
 func startAgent(t *testing.T, ns string) *agent {
@@ -77,6 +80,7 @@ func startAgentAt(t *testing.T, ns, address string) *agent {
 	}
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
 		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address}
+	a.bridge, a.subnet = agentNetwork()
 	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -99,7 +103,8 @@ func (a *agent) start() {
 	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run",
 		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
 		"--containerd-address", a.address, "--containerd-namespace", a.ns,
-		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s")
+		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s",
+		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		a.t.Fatal(err)
@@ -136,15 +141,34 @@ func (a *agent) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns}); err == nil {
+	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns, Network: a.network()}); err == nil {
 		recs, _ := rt.ListContainers(ctx, "")
 		for _, r := range recs {
 			_ = rt.StopContainer(ctx, r.ID, 0)
-			_ = rt.RemoveContainer(ctx, r.ID)
+			_ = rt.RemoveContainer(ctx, r.ID) // sandboxes: CNI DEL releases IP, veth, iptables rules
 		}
 		rt.Close()
 	}
+	_ = exec.Command("ip", "link", "del", a.bridge).Run()
 	os.RemoveAll(a.dir)
+}
+
+var agentSeq atomic.Int32
+
+// agentNetwork picks a bridge name and /24 pod subnet of the agent's own.
+func agentNetwork() (bridge, subnet string) {
+	n := int(agentSeq.Add(1)) + os.Getpid()*7
+	return fmt.Sprintf("pke%x", n&0xffffff), fmt.Sprintf("10.%d.%d.0/24", 150+(n>>8)%40, n&0xff)
+}
+
+// network is the agent's pod network as `podkeeper run` builds it from the agent's flags.
+func (a *agent) network() pkruntime.NetworkConfig {
+	return pkruntime.NetworkConfig{
+		ConfDir:  filepath.Join(a.dir, "net.d"),
+		BinDirs:  pkruntime.DefaultCNIBinDirs,
+		NetnsDir: filepath.Join(a.dir, "netns"),
+		Default:  pkruntime.DefaultNetwork{Bridge: a.bridge, Subnet: a.subnet, DataDir: filepath.Join(a.root, "cni", "networks")},
+	}
 }
 
 func (a *agent) cli(args ...string) (string, error) {

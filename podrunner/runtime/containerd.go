@@ -42,6 +42,8 @@ type Config struct {
 	PauseBinary string // static binary run as each pod's sandbox process
 	Snapshotter string // default overlayfs
 	Logger      *slog.Logger
+	Network     NetworkConfig // pod networking through CNI; zero: loopback-only pod namespaces
+	DNS         DNSConfig     // what /etc/resolv.conf and /etc/hosts of pods are made from
 }
 
 // Runtime implements podrunner.Runtime on containerd.
@@ -56,6 +58,7 @@ type Runtime struct {
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
 
 	images *imageImporter
+	net    *podNetwork // nil without CNI
 	// collectLogs: this runtime is the agent's and collects running tasks' output (re-attaching
 	// after a restart). Short-lived CLI runtimes (Dial) never touch the FIFOs.
 	collectLogs bool
@@ -82,6 +85,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.client.Close()
 		return nil, err
 	}
+	r.gcNetworks(ctx)
 	go r.watchExits(ctx)
 	return r, nil
 }
@@ -98,6 +102,7 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 		cfg.Logger = slog.Default()
 	}
 	var client *containerd.Client
+	var err error
 	for attempt := 1; ; attempt++ {
 		if !retry && !Answers(cfg.Address) {
 			return nil, fmt.Errorf("cannot reach containerd at %s: nothing answers on that socket (is containerd running? try --containerd-address)", cfg.Address)
@@ -138,6 +143,12 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 		podOf:   map[string]string{},
 	}
 	r.images = newImageImporter(r, filepath.Join(cfg.RootDir, "images"))
+	if cfg.Network.ConfDir != "" {
+		if r.net, err = newPodNetwork(cfg.Network, cfg.Namespace, cfg.Logger); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -317,27 +328,36 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: id}),
 		oci.WithoutRunMount,
 	}
-	opts = append(opts, hostnameOpts(pod)...)
+	opts = append(opts, r.hostnameOpts(pod)...)
+	opts = append(opts, sandboxNamespaceOpts(pod)...)
+	netOpts, undoNet, err := r.prepareSandbox(ctx, id, pod, labels)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	opts = append(opts, netOpts...)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
 		containerd.WithRuntime("io.containerd.runc.v2", nil),
 		containerd.WithNewSpec(opts...),
 	)
 	if err != nil {
+		undoNet()
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	r.remember(id, string(pod.UID))
 	task, err := c.NewTask(ctx, cio.NullIO)
 	if err != nil {
 		_ = c.Delete(ctx)
+		undoNet()
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox task %s: %w", id, err)
 	}
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)
 		_ = c.Delete(ctx)
+		undoNet()
 		return podrunner.ContainerRecord{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	if !pod.Spec.HostNetwork {
+	if !pod.Spec.HostNetwork && r.net == nil {
 		if err := loopbackUp(task.Pid()); err != nil {
 			r.log.Warn("could not bring up loopback in pod network namespace", "pod", pod.Name, "err", err)
 		}
@@ -468,7 +488,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if cwd == "" {
 		cwd = "/"
 	}
-	podFiles, err := writePodFiles(r.cfg.RootDir, pod)
+	podFiles, err := writePodFiles(r.cfg.RootDir, pod, req.Sandbox.PodIPs, r.cfg.DNS)
 	if err != nil {
 		return nil, err
 	}
@@ -485,18 +505,17 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithMounts(append(podFiles, vols...)),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
 	}
-	opts = append(opts, hostnameOpts(pod)...)
+	opts = append(opts, r.hostnameOpts(pod)...)
 	pid := req.Sandbox.PID
 	if pid == 0 {
 		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
 	}
-	join := []specs.LinuxNamespaceType{specs.IPCNamespace}
-	if !pod.Spec.HostNetwork {
-		join = append(join, specs.NetworkNamespace, specs.UTSNamespace)
+	opts = append(opts, containerNamespaceOpts(pod, pid)...)
+	shm, err := r.podShmOpts(pod, req.Sandbox)
+	if err != nil {
+		return nil, err
 	}
-	for _, ns := range join {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: ns, Path: fmt.Sprintf("/proc/%d/ns/%s", pid, nsFile(ns))}))
-	}
+	opts = append(opts, shm...)
 	if ctr.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
@@ -504,12 +523,16 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 }
 
 // hostnameOpts gives a hostNetwork pod the host's network and UTS namespaces, any other pod its
-// own hostname.
-func hostnameOpts(pod *corev1.Pod) []oci.SpecOpts {
+// own hostname (the FQDN with setHostnameAsFQDN).
+func (r *Runtime) hostnameOpts(pod *corev1.Pod) []oci.SpecOpts {
 	if pod.Spec.HostNetwork {
 		return []oci.SpecOpts{oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace)}
 	}
-	return []oci.SpecOpts{oci.WithHostname(PodHostname(pod))}
+	h, _, err := PodHostnameAndFQDN(pod, r.cfg.DNS.domain())
+	if err != nil {
+		h = PodHostname(pod)
+	}
+	return []oci.SpecOpts{oci.WithHostname(h)}
 }
 
 func nsFile(t specs.LinuxNamespaceType) string {
@@ -579,7 +602,7 @@ func (t *taskIO) close() {
 	_ = t.logw.Close()
 }
 
-// StopContainer implements podrunner.Runtime.
+// StopContainer implements podrunner.Runtime. A stopped sandbox's pod network is released.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	ctx = r.ctx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
@@ -589,6 +612,14 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
 	}
+	if err := r.stopTask(ctx, c, grace); err != nil {
+		return err
+	}
+	return r.releaseSandboxNetwork(ctx, c)
+}
+
+func (r *Runtime) stopTask(ctx context.Context, c containerd.Container, grace time.Duration) error {
+	id := c.ID()
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
 		return nil
@@ -744,6 +775,12 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 		}
 	}
 	r.release(tio)
+	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
+		return err
+	}
+	if err := r.releaseSandboxShm(ctx, c); err != nil {
+		return err
+	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
@@ -757,6 +794,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 func (r *Runtime) RemovePodFiles(uid string) error {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return fmt.Errorf("bad pod uid %q", uid)
+	}
+	if err := unmountPodShms(r.cfg.RootDir, uid); err != nil {
+		return err
 	}
 	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/podkeeper/podkeeper/podrunner"
@@ -52,6 +53,9 @@ func recordFromLabels(id string, labels map[string]string) podrunner.ContainerRe
 		r.GracePeriod = time.Duration(g) * time.Second
 	} else {
 		r.GracePeriod = 30 * time.Second
+	}
+	if ips := labels[LabelPodIPs]; ips != "" {
+		r.PodIPs = strings.Split(ips, ",")
 	}
 	r.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
 	r.StartedAt = parseTime(labels[LabelStartedAt])

@@ -112,32 +112,36 @@ func ResolveEnv(env []corev1.EnvVar, resolveSource func(corev1.EnvVar) string) [
 // podDir is the per-pod directory podkeeper owns under root: generated files and volumes.
 func podDir(root, uid string) string { return filepath.Join(root, "pods", uid) }
 
-// writePodFiles writes /etc/hosts, /etc/resolv.conf and /etc/hostname for a pod and returns the
-// mounts that place them in every container.
-func writePodFiles(root string, pod *corev1.Pod) ([]specs.Mount, error) {
+// writePodFiles writes /etc/hosts, /etc/resolv.conf and /etc/hostname for a pod (see HostsFile
+// and ResolvConf for what goes in them) and returns the mounts that place them in every container.
+// podIPs are the sandbox's IPs (none for hostNetwork pods).
+func writePodFiles(root string, pod *corev1.Pod, podIPs []string, dns DNSConfig) ([]specs.Mount, error) {
 	dir := podDir(root, string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod dir: %w", err)
 	}
-	var hosts, hostname string
-	if pod.Spec.HostNetwork {
-		h, _ := os.Hostname()
-		hostname = h
-		b, err := os.ReadFile("/etc/hosts")
-		if err != nil {
-			b = []byte("127.0.0.1\tlocalhost\n")
-		}
-		hosts = string(b)
-	} else {
-		hostname = PodHostname(pod)
-		hosts = "# Kubernetes-managed hosts file (podkeeper).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
-			"127.0.1.1\t" + hostname + "\n"
-	}
-	resolv, err := os.ReadFile("/etc/resolv.conf")
+	hostname, fqdn, err := PodHostnameAndFQDN(pod, dns.domain())
 	if err != nil {
-		resolv = nil
+		return nil, err
 	}
-	for n, content := range map[string][]byte{"etc-hosts": []byte(hosts), "resolv.conf": resolv, "hostname": []byte(hostname + "\n")} {
+	var hostHosts []byte
+	if pod.Spec.HostNetwork {
+		hostname, _ = os.Hostname()
+		if hostHosts, err = os.ReadFile("/etc/hosts"); err != nil {
+			hostHosts = []byte("127.0.0.1\tlocalhost\n")
+		}
+	}
+	hosts := HostsFile(pod, podIPs, hostname, fqdn, hostHosts)
+	resolvPath := dns.ResolvConf
+	if resolvPath == "" {
+		resolvPath = "/etc/resolv.conf"
+	}
+	hostResolv, err := os.ReadFile(resolvPath)
+	if err != nil && pod.Spec.DNSPolicy != corev1.DNSNone {
+		return nil, fmt.Errorf("read the host's resolv.conf %s: %w", resolvPath, err)
+	}
+	resolv, _ := ResolvConf(pod, ParseResolvConf(hostResolv), dns)
+	for n, content := range map[string][]byte{"etc-hosts": hosts, "resolv.conf": resolv.Render(), "hostname": []byte(hostname + "\n")} {
 		if err := os.WriteFile(filepath.Join(dir, n), content, 0o644); err != nil {
 			return nil, fmt.Errorf("write pod %s: %w", n, err)
 		}
