@@ -8,18 +8,21 @@ import "time"
 //
 //   - The first run is due initialDelay (+ a small jitter) after the container started, then
 //     every period (a run that overran its period is not repeated to catch up).
+//
 //   - The result changes to Success after successThreshold consecutive successes and to Failure
 //     after failureThreshold consecutive failures; anything in between keeps the old result.
+//
 //   - Before any verdict a readiness probe is Failure (not ready), a liveness probe Success, a
 //     startup probe Unknown (not started).
+//
 //   - A startup probe stops once it succeeded; liveness and startup probes stop once they
 //     failed (the container is killed; its next instance gets a new Machine).
 //
-//	            ┌──── run (success/failure below threshold) ───┐
-//	            ▼                                               │
-//	[waiting] ──due──▶ [probing] ──threshold reached──▶ result changes ──▶ (startup ok, liveness/startup failed: done)
-//	            ▲          │
-//	            └─ skip ───┘   (liveness/readiness while the startup probe has not passed)
+//     ┌──── run (success/failure below threshold) ───┐
+//     ▼                                               │
+//     [waiting] ──due──▶ [probing] ──threshold reached──▶ result changes ──▶ (startup ok, liveness/startup failed: done)
+//     ▲          │
+//     └─ skip ───┘   (liveness/readiness while the startup probe has not passed)
 type Machine struct {
 	kind    Kind
 	spec    Spec

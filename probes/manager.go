@@ -64,9 +64,9 @@ type Manager struct {
 // probed is one container instance being probed.
 type probed struct {
 	podUID, name, id string
-	has          map[Kind]bool
-	results      map[Kind]Result // guarded by Manager.mu
-	cancel       context.CancelFunc
+	has              map[Kind]bool
+	results          map[Kind]Result // guarded by Manager.mu
+	cancel           context.CancelFunc
 }
 
 // NewManager returns a manager; nothing runs until Start.
