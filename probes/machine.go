@@ -17,12 +17,6 @@ import "time"
 //
 //   - A startup probe stops once it succeeded; liveness and startup probes stop once they
 //     failed (the container is killed; its next instance gets a new Machine).
-//
-//     ┌──── run (success/failure below threshold) ───┐
-//     ▼                                               │
-//     [waiting] ──due──▶ [probing] ──threshold reached──▶ result changes ──▶ (startup ok, liveness/startup failed: done)
-//     ▲          │
-//     └─ skip ───┘   (liveness/readiness while the startup probe has not passed)
 type Machine struct {
 	kind    Kind
 	spec    Spec
