@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 
 // agent is one `podkeeper run` process with its own dirs and containerd namespace.
 type agent struct {
-	t         *testing.T
+	t         testing.TB
 	ns        string
 	dir       string
 	manifests string
@@ -63,13 +63,13 @@ type agent struct {
 	out       *os.File
 }
 
-func startAgent(t *testing.T, ns string) *agent {
+func startAgent(t testing.TB, ns string) *agent {
 	t.Helper()
 	return startAgentAt(t, ns, env.Address)
 }
 
 // startAgentAt starts an agent against the containerd at address (which may not answer yet).
-func startAgentAt(t *testing.T, ns, address string) *agent {
+func startAgentAt(t testing.TB, ns, address string) *agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "pke-")
 	if err != nil {
