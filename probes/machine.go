@@ -52,6 +52,14 @@ func (m *Machine) Done() bool { return m.done }
 // Due is when the probe should run next (meaningless once Done).
 func (m *Machine) Due() time.Time { return m.next }
 
+// RunNow makes the next run due at now when it was due later (the startup probe just passed:
+// liveness and readiness need not wait for their next period).
+func (m *Machine) RunNow(now time.Time) {
+	if now.Before(m.next) {
+		m.next = now
+	}
+}
+
 // Skip passes over a due run that must not happen (the startup probe has not passed yet, or the
 // run could not reach the container): the next one is a period later.
 func (m *Machine) Skip(now time.Time) { m.advance(now) }

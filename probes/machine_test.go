@@ -180,3 +180,19 @@ func TestGracePeriod(t *testing.T) {
 		t.Fatalf("pod grace = %v", got)
 	}
 }
+
+func TestMachineRunNow(t *testing.T) {
+	m := NewMachine(Readiness, Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, 0)
+	m.Skip(t0) // gated: next due at 10 s
+	m.RunNow(t0.Add(3 * time.Second))
+	if got := m.Due().Sub(t0); got != 3*time.Second {
+		t.Fatalf("due %v after RunNow at 3s", got)
+	}
+	if r, changed := m.Record(t0.Add(3*time.Second), Success); r != Success || !changed || m.Due().Sub(t0) != 13*time.Second {
+		t.Fatalf("record after RunNow: %v %v due %v", r, changed, m.Due().Sub(t0))
+	}
+	m.RunNow(t0.Add(20 * time.Second)) // already due earlier: unchanged
+	if got := m.Due().Sub(t0); got != 13*time.Second {
+		t.Fatalf("RunNow moved a due time later: %v", got)
+	}
+}

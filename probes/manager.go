@@ -67,6 +67,8 @@ type probed struct {
 	has              map[Kind]bool
 	results          map[Kind]Result // guarded by Manager.mu
 	cancel           context.CancelFunc
+	// startedC is closed when the startup probe succeeds (never, without one).
+	startedC chan struct{}
 }
 
 // NewManager returns a manager; nothing runs until Start.
@@ -107,7 +109,7 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &probed{podUID: podUID, name: c.Name, id: t.ContainerID, has: map[Kind]bool{}, results: map[Kind]Result{}, cancel: cancel}
+	p := &probed{podUID: podUID, name: c.Name, id: t.ContainerID, has: map[Kind]bool{}, results: map[Kind]Result{}, cancel: cancel, startedC: make(chan struct{})}
 	m.containers[t.ContainerID] = p
 	for _, k := range []Kind{Startup, Liveness, Readiness} {
 		pr := probeOf(c, k)
@@ -199,11 +201,19 @@ func (m *Manager) run(ctx context.Context, p *probed, k Kind, mach *Machine, h h
 	log := m.cfg.Logger.With("containerID", p.id, "container", p.name, "probe", k)
 	timer := time.NewTimer(time.Until(mach.Due()))
 	defer timer.Stop()
+	var gate <-chan struct{} // liveness and readiness run as soon as the startup probe passed
+	if k != Startup && p.has[Startup] {
+		gate = p.startedC
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-gate:
+			gate = nil
+			timer.Stop() // (Go >= 1.23 timers: no stale tick after Stop or Reset)
+			mach.RunNow(time.Now())
 		}
 		if k != Startup && !m.started(p) {
 			mach.Skip(time.Now())
@@ -240,6 +250,9 @@ func (m *Manager) set(ctx context.Context, p *probed, k Kind, r Result) bool {
 		return false // stopped
 	}
 	p.results[k] = r
+	if k == Startup && r == Success {
+		close(p.startedC)
+	}
 	m.mu.Unlock()
 	select {
 	case m.updates <- Update{PodUID: p.podUID, Container: p.name, ContainerID: p.id, Kind: k, Result: r}:

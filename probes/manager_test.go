@@ -40,7 +40,9 @@ func TestManagerStartupGatesAndResults(t *testing.T) {
 	probe := func(cmd string, fail int32) *corev1.Probe {
 		return &corev1.Probe{PeriodSeconds: 1, FailureThreshold: fail, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{cmd}}}}
 	}
-	c := &corev1.Container{Name: "app", StartupProbe: probe("startup", 10), LivenessProbe: probe("live", 1), ReadinessProbe: probe("ready", 1)}
+	ready := probe("ready", 1)
+	ready.PeriodSeconds = 3600 // it runs at once when the startup probe passes, not an hour later
+	c := &corev1.Container{Name: "app", StartupProbe: probe("startup", 10), LivenessProbe: probe("live", 1), ReadinessProbe: ready}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if started, ready := m.Status("c1", c); started || ready {
