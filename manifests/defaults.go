@@ -47,6 +47,7 @@ func defaultContainer(c *corev1.Container) {
 	if c.TerminationMessagePolicy == "" {
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 	}
+	defaultProbes(c)
 	for i := range c.Ports {
 		if c.Ports[i].Protocol == "" {
 			c.Ports[i].Protocol = corev1.ProtocolTCP

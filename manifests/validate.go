@@ -57,6 +57,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	for i := range pod.Spec.Containers {
 		errs = append(errs, validateContainer(&pod.Spec.Containers[i], spec.Child("containers").Index(i), names)...)
 	}
+	errs = append(errs, validatePodProbes(pod, spec)...)
 
 	if !slices.Contains(supportedRestartPolicies, pod.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy, supportedRestartPolicies))

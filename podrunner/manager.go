@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podkeeper/podkeeper/probes"
 )
 
 // Config tunes the manager.
@@ -36,6 +38,8 @@ type Manager struct {
 	rt  Runtime
 	rec *Recorder
 	log *slog.Logger
+	// probes runs the containers' probes (probing.go).
+	probes *probes.Manager
 
 	updates chan []*corev1.Pod // latest snapshot wins
 	ready   chan struct{}      // closed once the first snapshot is applied
@@ -61,7 +65,7 @@ func NewManager(cfg Config, rt Runtime, rec *Recorder) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Manager{
+	m := &Manager{
 		cfg:     cfg,
 		rt:      rt,
 		rec:     rec,
@@ -74,6 +78,8 @@ func NewManager(cfg Config, rt Runtime, rec *Recorder) *Manager {
 		status:  map[types.UID]*corev1.Pod{},
 		seen:    map[types.UID]time.Time{},
 	}
+	m.probes = newProber(m)
+	return m
 }
 
 // Update hands the manager a full snapshot of desired pods. Never blocks: a snapshot not yet
@@ -103,6 +109,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
+	go m.routeProbeUpdates(ctx)
 	var first []*corev1.Pod
 	select {
 	case <-ctx.Done():

@@ -18,6 +18,9 @@ type StatusInput struct {
 	HostIP      string
 	Terminating bool
 	Now         time.Time
+	// Probes says whether running containers have started and are ready (nil: running means
+	// started and ready).
+	Probes ProbeStatus
 }
 
 // BuildStatus computes a pod's status the way the kubelet reports it. Pure.
@@ -49,10 +52,10 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, v, in.Plan))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
 	}
 	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
 	}
 
 	initialized := true
@@ -90,7 +93,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	return st
 }
 
-func containerStatus(c corev1.Container, v PodView, plan Plan) corev1.ContainerStatus {
+func containerStatus(c corev1.Container, v PodView, plan Plan, probe ProbeStatus) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	latest, ok := v.Latest(c.Name)
 	if ok {
@@ -115,8 +118,12 @@ func containerStatus(c corev1.Container, v PodView, plan Plan) corev1.ContainerS
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
 	}
 	running := cs.State.Running != nil
-	cs.Started = &running
-	cs.Ready = running // readiness probes arrive with the probes issue; until then running = ready
+	started, ready := running, running
+	if running && probe != nil {
+		started, ready = probe(&c, latest)
+	}
+	cs.Started = &started
+	cs.Ready = ready
 	return cs
 }
 

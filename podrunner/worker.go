@@ -234,6 +234,9 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 			w.log.Warn("cannot read pod state from the runtime", "err", err)
 			return now.Add(2 * time.Second)
 		}
+		if w.syncProbes(ctx, pod, v) {
+			continue // a container failed its liveness probe and was stopped: look again
+		}
 		plan := PlanPod(pod, v, w.gate(v, now), now)
 		w.noteBackoffs(pod, plan)
 		w.publish(pod, v, plan, false)
@@ -413,6 +416,7 @@ func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView,
 func (w *worker) terminatePod(ctx context.Context, pod *corev1.Pod) {
 	grace := gracePeriod(pod)
 	w.log.Info("terminating pod", "grace", grace)
+	w.m.probes.StopPod(string(w.uid), nil) // probes stop during termination
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		v, err := w.observe(ctx)
 		if err == nil {
@@ -470,7 +474,7 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 	out := pod.DeepCopy()
 	out.Status = BuildStatus(StatusInput{
 		Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
-		Terminating: terminating, Now: time.Now(),
+		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus,
 	})
 	if terminating {
 		t := metav1.Now()

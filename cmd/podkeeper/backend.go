@@ -60,3 +60,17 @@ func (b *lateBackend) ContainerLogPath(ctx context.Context, p *corev1.Pod, c str
 }
 
 func (b *lateBackend) ManifestErrors() []api.ManifestError { return b.errs.get() }
+
+func (b *lateBackend) ExecTarget(ctx context.Context, p *corev1.Pod, c string) (string, error) {
+	if m := b.get(); m != nil {
+		return m.ExecTarget(ctx, p, c)
+	}
+	return "", podrunner.ErrNotFound
+}
+
+func (b *lateBackend) ExecIn(ctx context.Context, id string, req podrunner.ExecRequest) (int, error) {
+	if m := b.get(); m != nil {
+		return m.ExecIn(ctx, id, req)
+	}
+	return -1, podrunner.ErrNotFound
+}

@@ -27,6 +27,7 @@ func main() {
 			getCommand(),
 			describeCommand(),
 			logsCommand(),
+			execCommand(),
 			imageCommand(),
 			validateCommand(),
 			{

@@ -305,6 +305,7 @@ func describeContainer(w io.Writer, c *corev1.Container, cs *corev1.ContainerSta
 		}
 		fmt.Fprintf(w, "    Ready:\t%t\n    Restart Count:\t%d\n", cs.Ready, cs.RestartCount)
 	}
+	describeProbes(w, *c)
 	if len(c.Env) == 0 {
 		fmt.Fprintln(w, "    Environment:\t<none>")
 	} else {

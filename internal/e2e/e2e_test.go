@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // agent is one `podkeeper run` process with its own dirs and containerd namespace.
 type agent struct {
-	t         *testing.T
+	t         testing.TB
 	ns        string
 	dir       string
 	manifests string
@@ -66,13 +66,13 @@ type agent struct {
 	subnet    string
 }
 
-func startAgent(t *testing.T, ns string) *agent {
+func startAgent(t testing.TB, ns string) *agent {
 	t.Helper()
 	return startAgentAt(t, ns, env.Address)
 }
 
 // startAgentAt starts an agent against the containerd at address (which may not answer yet).
-func startAgentAt(t *testing.T, ns, address string) *agent {
+func startAgentAt(t testing.TB, ns, address string) *agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "pke-")
 	if err != nil {

@@ -7,6 +7,8 @@
 //	                                              tail, sinceSeconds, timestamps)
 //	GET /events[?uid=UID]                         v1.EventList
 //	GET /manifest-errors                          manifest files that could not be used
+//	POST /pods/{namespace}/{name}/exec            run a command in a container (an upgraded
+//	                                              stream: see exec.go)
 package api
 
 import (
@@ -63,6 +65,7 @@ func NewServer(b Backend, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /pods", s.listPods)
 	s.mux.HandleFunc("GET /pods/{ns}/{name}", s.getPod)
 	s.mux.HandleFunc("GET /pods/{ns}/{name}/log", s.podLog)
+	s.mux.HandleFunc("POST /pods/{ns}/{name}/exec", s.exec) // exec.go
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /manifest-errors", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, b.ManifestErrors()) })
 	return s

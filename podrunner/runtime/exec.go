@@ -12,6 +12,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/podkeeper/podkeeper/podrunner"
 )
@@ -40,6 +41,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	pspec := *spec.Process
 	pspec.Args = req.Cmd
 	pspec.Terminal = req.TTY
+	var initial *podrunner.TermSize
+	if req.TTY && req.Resize != nil {
+		// A size already waiting is the terminal's first: the process starts with it.
+		select {
+		case sz, ok := <-req.Resize:
+			if ok && sz.Width > 0 && sz.Height > 0 {
+				initial = &sz
+				pspec.ConsoleSize = &specs.Box{Width: uint(sz.Width), Height: uint(sz.Height)}
+			}
+		default:
+		}
+	}
 
 	stdout, stderr := req.Stdout, req.Stderr
 	if stdout == nil {
@@ -78,6 +91,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	}
 	if err := proc.Start(nctx); err != nil {
 		return -1, fmt.Errorf("exec in %s: start %q: %w", id, req.Cmd[0], err)
+	}
+	if initial != nil {
+		_ = proc.Resize(nctx, uint32(initial.Width), uint32(initial.Height))
 	}
 	if req.TTY && req.Resize != nil {
 		go func() {
