@@ -303,4 +303,3 @@ func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod
 		w.log.Warn("stop container", "container", r.Name, "err", err)
 	}
 }
-

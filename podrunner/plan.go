@@ -92,7 +92,7 @@ type Plan struct {
 	// StopSidecars lists running sidecar IDs to stop, in the order to stop them (reverse of the
 	// spec), before the sandbox: the pod's app containers are done.
 	StopSidecars []string
-	Start       []StartAction
+	Start        []StartAction
 	// Waiting says why a container is not running and not started now.
 	Waiting map[string]Waiting
 	// Remove lists container IDs no longer needed (instances older than the previous one, dead
