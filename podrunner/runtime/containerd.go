@@ -486,6 +486,11 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
 	}
 	opts = append(opts, hostnameOpts(pod)...)
+	sec, err := securityOpts(r.cfg.RootDir, pod, ctr, cfg.User)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, sec...)
 	pid := req.Sandbox.PID
 	if pid == 0 {
 		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
