@@ -303,3 +303,46 @@ func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod
 		w.log.Warn("stop container", "container", r.Name, "err", err)
 	}
 }
+
+// podForRuntime is pod with the status fields the downward API and httpGet hooks read (host IP,
+// pod IP) filled from the worker's last published status.
+func (w *worker) podForRuntime(pod *corev1.Pod) *corev1.Pod {
+	out := pod.DeepCopy()
+	out.Status.HostIP = w.m.cfg.HostIP
+	if w.m.cfg.HostIP != "" {
+		out.Status.HostIPs = []corev1.HostIP{{IP: w.m.cfg.HostIP}}
+	}
+	w.m.mu.Lock()
+	last := w.m.status[pod.UID]
+	w.m.mu.Unlock()
+	if last != nil {
+		out.Status.PodIP, out.Status.PodIPs = last.Status.PodIP, last.Status.PodIPs
+	}
+	if pod.Spec.HostNetwork && out.Status.PodIP == "" && w.m.cfg.HostIP != "" {
+		out.Status.PodIP = w.m.cfg.HostIP
+		out.Status.PodIPs = []corev1.PodIP{{IP: w.m.cfg.HostIP}}
+	}
+	return out
+}
+
+// VolumeRefresher is implemented by runtimes that can update a running pod's configMap, secret,
+// downwardAPI and projected volumes in place (atomically, as the kubelet). It reports whether any
+// content changed. The worker calls it on every sync.
+type VolumeRefresher interface {
+	RefreshVolumes(pod *corev1.Pod, lookup ConfigLookup) (bool, error)
+}
+
+// refreshVolumes updates the pod's projected content when the lookup's objects changed.
+func (w *worker) refreshVolumes(pod *corev1.Pod) {
+	vr, ok := w.m.rt.(VolumeRefresher)
+	if !ok || w.m.cfg.Lookup == nil || len(pod.Spec.Volumes) == 0 {
+		return
+	}
+	changed, err := vr.RefreshVolumes(w.podForRuntime(pod), w.m.cfg.Lookup)
+	if err != nil {
+		w.log.Warn("volumes keep their last content", "err", err)
+	}
+	if changed {
+		w.log.Info("volume content updated")
+	}
+}

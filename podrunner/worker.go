@@ -227,6 +227,7 @@ func (w *worker) gate(v PodView, now time.Time) RestartGate {
 // sync brings the pod one step at a time towards its spec and publishes its status. It returns
 // when the next change is due by itself (zero: none).
 func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
+	w.refreshVolumes(pod)
 	for step := 0; step < 8; step++ {
 		now := time.Now()
 		v, err := w.observe(ctx)
@@ -355,7 +356,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if img.Warning != "" {
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "%s", img.Warning)
 	}
+	pod = w.podForRuntime(pod)
 	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
+		Config:    w.m.cfg.Lookup,
 		Pod:       pod,
 		Sandbox:   sb,
 		Container: c,

@@ -372,6 +372,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
+	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
 	// A leftover from a crash between create and record (same ID) is replaced.
 	if old, err := r.client.LoadContainer(ctx, id); err == nil {
 		r.deleteContainer(ctx, old)
@@ -445,7 +450,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, e) })
+	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = e.Value
@@ -472,7 +477,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr)
+	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -542,21 +547,20 @@ func withEnv(env []string) oci.SpecOpts {
 	}
 }
 
-// resolveEnvSource resolves the downward-API sources podkeeper knows without other documents.
-func resolveEnvSource(pod *corev1.Pod, e corev1.EnvVar) string {
-	if e.ValueFrom.FieldRef != nil {
-		switch e.ValueFrom.FieldRef.FieldPath {
-		case "metadata.name":
-			return pod.Name
-		case "metadata.namespace":
-			return pod.Namespace
-		case "metadata.uid":
-			return string(pod.UID)
-		case "spec.nodeName":
-			return pod.Spec.NodeName
-		case "spec.serviceAccountName":
-			return pod.Spec.ServiceAccountName
+// resolveEnvSource resolves the downward-API sources (fieldRef, resourceFieldRef) podkeeper
+// knows without other documents. An unresolvable one is empty.
+func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar) string {
+	switch {
+	case e.ValueFrom.FieldRef != nil:
+		v, _ := FieldRefValue(pod, e.ValueFrom.FieldRef.FieldPath)
+		return v
+	case e.ValueFrom.ResourceFieldRef != nil:
+		ref := *e.ValueFrom.ResourceFieldRef
+		if ref.ContainerName == "" {
+			ref.ContainerName = ctr.Name
 		}
+		v, _ := ResourceFieldValue(pod, &ref, hostAllocatable())
+		return v
 	}
 	return ""
 }
@@ -682,6 +686,9 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 				LabelExitCode:   strconv.Itoa(int(code)),
 				LabelReason:     exitReason(code),
 			}
+			if msg := terminationMessage(labels, code); msg != "" {
+				upd[LabelMessage] = msg
+			}
 			if labels, err = c.SetLabels(ctx, upd); err != nil {
 				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
 			}
@@ -763,7 +770,11 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return fmt.Errorf("bad pod uid %q", uid)
 	}
-	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
+	dir := podDir(r.cfg.RootDir, uid)
+	if err := unmountUnder(dir); err != nil {
+		return fmt.Errorf("remove pod files: %w", err)
+	}
+	return os.RemoveAll(dir)
 }
 
 // ListContainers implements podrunner.Runtime. Running tasks whose output nobody collects (after a
