@@ -135,7 +135,7 @@ func TestFieldAndResourceRefs(t *testing.T) {
 	}{
 		{"limits.memory", "", "67108864"},
 		{"limits.memory", "1Mi", "64"},
-		{"limits.cpu", "", "4"},     // no limit: node allocatable
+		{"limits.cpu", "", "4"},      // no limit: node allocatable
 		{"limits.cpu", "1m", "4000"}, // in millicores
 		{"requests.cpu", "1m", "250"},
 		{"requests.cpu", "", "1"}, // 250m rounded up to whole cores
