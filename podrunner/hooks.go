@@ -132,8 +132,9 @@ func (h hookRunner) run(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		case <-t.C:
 			return "", nil
 		case <-ctx.Done():
-			// As the kubelet: a sleep cut short by the grace period is not a failure.
-			return "", nil
+			err := errors.New("container terminated before sleep hook finished")
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
+				lh.Sleep.Seconds, c.Name, pod.Namespace+"/"+pod.Name, err), err
 		}
 	case lh.TCPSocket != nil:
 		err := errors.New("tcpSocket lifecycle handlers are deprecated and not supported")
@@ -211,7 +212,25 @@ func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
 	}
-	msg, err := hookRunner{rt: w.m.rt}.run(ctx, pod, c, rec.ID, "PostStart", c.Lifecycle.PostStart)
+	// The kubelet gives postStart no timeout; a pod told to terminate meanwhile cuts it short.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-tick.C:
+				if _, terminate := w.state(); terminate {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	msg, err := hookRunner{rt: w.m.rt}.run(hctx, pod, c, rec.ID, "PostStart", c.Lifecycle.PostStart)
 	if err == nil {
 		return nil
 	}

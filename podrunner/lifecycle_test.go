@@ -248,8 +248,11 @@ func TestHookRunner(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	if _, err := hr.run(sctx, pod, c, "c0", "PreStop", &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 60}}); err != nil {
-		t.Errorf("sleep cut short by the grace period is no failure, got %v", err)
+	if msg, err := hr.run(sctx, pod, c, "c0", "PreStop", &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 60}}); err == nil || !strings.HasPrefix(msg, "Sleep lifecycle hook (60)") {
+		t.Errorf("sleep cut short by the grace period: msg %q err %v, want the kubelet's failure", msg, err)
+	}
+	if _, err := hr.run(ctx, pod, c, "c0", "PreStop", &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 0}}); err != nil {
+		t.Errorf("sleep 0: %v", err)
 	}
 	if time.Since(began) > 30*time.Second {
 		t.Errorf("sleep hook ignored its context")

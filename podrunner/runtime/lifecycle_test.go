@@ -276,3 +276,67 @@ func resourceQuantity(t *testing.T, s string) resource.Quantity {
 	}
 	return q
 }
+
+func TestDownwardAPIAndSubPathAndFSGroup(t *testing.T) {
+	rt, ctx, _ := newRuntimeRoot(t)
+	logs := t.TempDir()
+	uid, fsGroup := int64(1000), int64(3000)
+	cfg := &lookup{cms: map[string]*corev1.ConfigMap{"default/files": {Data: map[string]string{"one.conf": "first", "two.conf": "second"}}}}
+	c := sh("reader", `echo "env name=$POD_NAME app=$APP host=$HOST_IP mem=$MEM_MI cpu=$CPU_M expanded=$GREETING"; `+
+		`echo "labels=$(cat /info/labels | tr '\n' ' ')"; echo "sub=$(cat /etc/app/one.conf)"; ls /etc/app; `+
+		`echo "proj=$(cat /proj/name)/$(cat /proj/two)"; `+
+		`touch /scratch/mine && echo "scratch-group=$(stat -c %g /scratch) file-group=$(stat -c %g /scratch/mine)"; `+
+		`if touch /ro/x 2>/dev/null; then echo ro-writable; else echo ro-refused; fi`)
+	c.SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resourceQuantity(t, "32Mi"), corev1.ResourceCPU: resourceQuantity(t, "500m")}
+	c.Env = []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "APP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+		{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+		{Name: "MEM_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resourceQuantity(t, "1Mi")}}},
+		{Name: "CPU_M", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resourceQuantity(t, "1m")}}},
+		{Name: "GREETING", Value: "hi-$(POD_NAME)-$(UNKNOWN)-$$(POD_NAME)"},
+	}
+	c.VolumeMounts = []corev1.VolumeMount{
+		{Name: "info", MountPath: "/info"},
+		{Name: "files", MountPath: "/etc/app/one.conf", SubPath: "one.conf"},
+		{Name: "proj", MountPath: "/proj"},
+		{Name: "scratch", MountPath: "/scratch"},
+		{Name: "scratch", MountPath: "/ro", ReadOnly: true},
+	}
+	pod := testPod(t, c)
+	pod.Labels = map[string]string{"app": "web", "tier": "front"}
+	pod.Status.HostIP = "10.1.2.3"
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &fsGroup}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+		{Name: "files", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "files"}}}},
+		{Name: "proj", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "files"}, Items: []corev1.KeyToPath{{Key: "two.conf", Path: "two"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+		}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	recs, errs := startAll(t, rt, ctx, pod, logs, cfg)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	waitExited(t, rt, ctx, string(pod.UID), recs[0].ID)
+	out := logText(t, logs, "reader")
+	for _, want := range []string{
+		"env name=" + pod.Name + " app=web host=10.1.2.3 mem=32 cpu=500 expanded=hi-" + pod.Name + "-$(UNKNOWN)-$(POD_NAME)",
+		`labels=app="web" tier="front"`,
+		"sub=first",
+		"proj=" + pod.Name + "/second",
+		"scratch-group=3000 file-group=3000",
+		"ro-refused",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "two.conf") {
+		t.Errorf("a subPath mount must show only its file:\n%s", out)
+	}
+}
