@@ -296,3 +296,45 @@ func TestManagerPreStopBeforeStopAndSidecarsLast(t *testing.T) {
 		t.Errorf("termination order %v, want %v first", order, want)
 	}
 }
+
+// A failing preStop is recorded as FailedPreStopHook and the container still stops; a preStop
+// that overruns the grace period leaves the kubelet's 2 s minimum for the stop signal.
+func TestManagerPreStopFailureAndOverrun(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	failing := withGrace(mgrPod("uid-f", "f", corev1.RestartPolicyAlways, "main"), 5)
+	failing.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"fail"}}}}
+	slow := withGrace(mgrPod("uid-s", "s", corev1.RestartPolicyAlways, "main"), 1)
+	slow.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"hang"}}}}
+	e.rt.SetExec(func(ctx context.Context, _ string, req ExecRequest) (int, error) {
+		if req.Cmd[0] == "hang" {
+			<-ctx.Done()
+			return -1, ctx.Err()
+		}
+		return 1, nil
+	})
+	e.run(t)
+	e.m.Update([]*corev1.Pod{failing, slow})
+	fr := e.waitRunning(t, "uid-f", "main", 0)
+	sr := e.waitRunning(t, "uid-s", "main", 0)
+	e.m.Update(nil)
+	waitFor(t, "pods removed", func() bool { return e.status("uid-f") == nil && e.status("uid-s") == nil })
+	grace := map[string]time.Duration{}
+	for _, c := range e.rt.Calls("StopContainer") {
+		grace[c.ID] = c.Grace
+	}
+	if g := grace[fr.ID]; g < 4*time.Second || g > 5*time.Second {
+		t.Errorf("failing preStop: stop grace %s, want what is left of 5s", g)
+	}
+	if g := grace[sr.ID]; g != 2*time.Second {
+		t.Errorf("overrunning preStop: stop grace %s, want the 2s minimum", g)
+	}
+	found := false
+	for _, ev := range e.m.Events("uid-f") {
+		if ev.Reason == ReasonFailedPreStopHook && strings.Contains(ev.Message, "Exec lifecycle hook ([fail])") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no FailedPreStopHook event: %+v", e.m.Events("uid-f"))
+	}
+}
