@@ -756,6 +756,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 		}
 	}
 	r.release(tio)
+	if labels, err := c.Labels(ctx); err == nil {
+		removeTermMsgFile(r.cfg.RootDir, labels)
+	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}

@@ -96,8 +96,9 @@ func capName(c corev1.Capability) string {
 }
 
 // capabilityOpts applies add/drop to the default set (containerd's CRI default, which
-// oci.WithDefaultSpec gives), as containerd's CRI does: ALL in add grants every capability, ALL in
-// drop starts from none; otherwise drop first, then add.
+// oci.WithDefaultSpec gives) in containerd CRI's order: ALL in add grants every capability, ALL
+// in drop clears them, then the named ones are added, then the named ones dropped (a capability
+// both added and dropped ends up dropped).
 func capabilityOpts(caps *corev1.Capabilities) []oci.SpecOpts {
 	if caps == nil {
 		return nil
@@ -121,10 +122,7 @@ func capabilityOpts(caps *corev1.Capabilities) []oci.SpecOpts {
 	if has(caps.Drop) {
 		opts = append(opts, oci.WithCapabilities(nil))
 	}
-	if !has(caps.Add) {
-		opts = append(opts, oci.WithDroppedCapabilities(names(caps.Drop)), oci.WithAddedCapabilities(names(caps.Add)))
-	}
-	return opts
+	return append(opts, oci.WithAddedCapabilities(names(caps.Add)), oci.WithDroppedCapabilities(names(caps.Drop)))
 }
 
 // namespacedSysctl reports whether a sysctl is namespaced (safe to set per pod), as the kubelet's

@@ -111,6 +111,10 @@ func TestSecurityCapabilities(t *testing.T) {
 	if got := s.Process.Capabilities.Bounding; !slices.Contains(got, "CAP_SYS_ADMIN") {
 		t.Errorf("add ALL: %v", got)
 	}
+	s = specFor(t, "", nil, &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"ALL", "KILL"}, Drop: []corev1.Capability{"CHOWN", "KILL"}}})
+	if got := s.Process.Capabilities.Bounding; !slices.Contains(got, "CAP_SYS_ADMIN") || slices.Contains(got, "CAP_CHOWN") || slices.Contains(got, "CAP_KILL") {
+		t.Errorf("add ALL drop CHOWN, KILL both added and dropped: %v", got)
+	}
 }
 
 func TestSecurityPrivilegedReadOnlyNoNewPrivs(t *testing.T) {

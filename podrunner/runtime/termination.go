@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -96,4 +97,12 @@ func fitLabel(key, v string) string {
 		return v[:max]
 	}
 	return v
+}
+
+// removeTermMsgFile deletes an instance's termination message file (when it lies under root).
+func removeTermMsgFile(root string, labels map[string]string) {
+	f := labels[LabelTermMsgFile]
+	if f != "" && strings.HasPrefix(f, filepath.Join(root, "pods")+string(filepath.Separator)) {
+		_ = os.Remove(f)
+	}
 }
