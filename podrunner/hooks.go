@@ -236,10 +236,8 @@ func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	}
 	w.log.Warn("postStart hook failed; killing the container", "container", c.Name, "err", err)
 	w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailedPostStartHook, "%s", msg)
-	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonKilling, "FailedPostStartHook")
-	if serr := w.m.rt.StopContainer(ctx, rec.ID, gracePeriod(pod)); serr != nil {
-		w.log.Warn("stop container after failed postStart", "container", c.Name, "err", serr)
-	}
+	// As the kubelet's killContainer: preStop and grace apply; the exit counts for the backoff.
+	w.kill(ctx, pod, rec, gracePeriod(pod), "FailedPostStartHook")
 	return fmt.Errorf("PostStartHookError: %s", msg)
 }
 
@@ -299,14 +297,21 @@ func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView,
 	}
 }
 
-// stopLocked stops one running container: its preStop hook inside the grace period, then the
-// stop signal and SIGKILL with what is left (at least 2 s after a preStop). mu guards killedByUs.
+// stopLocked stops one running container the pod no longer runs (no backoff is charged for it).
+// mu guards killedByUs.
 func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod, r ContainerRecord, grace time.Duration) {
 	mu.Lock()
 	w.killedByUs[r.ID] = true
 	mu.Unlock()
+	w.kill(ctx, pod, r, grace, "Stopping container "+r.Name)
+}
+
+// kill stops one running container as the kubelet's killContainer: a Killing event with why, its
+// preStop hook inside the grace period, then the stop signal and SIGKILL with what is left (at
+// least 2 s after a preStop).
+func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, grace time.Duration, why string) {
 	c := specOf(pod, r.Name)
-	w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "Stopping container %s", r.Name)
+	w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "%s", why)
 	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 		began := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)

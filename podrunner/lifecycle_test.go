@@ -338,3 +338,43 @@ func TestManagerPreStopFailureAndOverrun(t *testing.T) {
 		t.Errorf("no FailedPreStopHook event: %+v", e.m.Events("uid-f"))
 	}
 }
+
+// refreshingRuntime is the fake runtime plus VolumeRefresher, counting refreshes.
+type refreshingRuntime struct {
+	*fakeRuntime
+	mu    sync.Mutex
+	pods  []string
+	sawIP string
+}
+
+func (r *refreshingRuntime) RefreshVolumes(pod *corev1.Pod, lookup ConfigLookup) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pods = append(r.pods, string(pod.UID))
+	r.sawIP = pod.Status.HostIP
+	return false, nil
+}
+
+type noLookup struct{}
+
+func (noLookup) ConfigMap(string, string) (*corev1.ConfigMap, bool) { return nil, false }
+func (noLookup) Secret(string, string) (*corev1.Secret, bool)       { return nil, false }
+
+// The worker re-applies a pod's configMap/secret volumes on its syncs, with the downward API's
+// status fields filled.
+func TestWorkerRefreshesVolumes(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	rr := &refreshingRuntime{fakeRuntime: e.rt}
+	e.m.rt = rr
+	e.m.cfg.Lookup = noLookup{}
+	pod := mgrPod("uid-v", "v", corev1.RestartPolicyAlways, "main")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "x"}}}}}
+	e.run(t)
+	e.m.Update([]*corev1.Pod{pod})
+	e.waitRunning(t, "uid-v", "main", 0)
+	waitFor(t, "a volume refresh", func() bool {
+		rr.mu.Lock()
+		defer rr.mu.Unlock()
+		return len(rr.pods) > 0 && rr.pods[0] == "uid-v" && rr.sawIP == "10.0.0.5"
+	})
+}

@@ -135,21 +135,28 @@ func TestSecurityContextOnContainerd(t *testing.T) {
 	ro.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	caps := sh("caps", "grep CapBnd /proc/self/status")
 	caps.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}}
+	sc := sh("seccomp", "grep Seccomp: /proc/self/status; echo port-start=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start)")
+	sc.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	nonRoot := sh("nonroot", "true")
 	nonRoot.SecurityContext = &corev1.SecurityContext{RunAsNonRoot: &yes}
-	pod := testPod(t, user, ro, caps, nonRoot)
-	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{4000}}
+	pod := testPod(t, user, ro, caps, sc, nonRoot)
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{4000},
+		Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}}}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	recs, errs := startAll(t, rt, ctx, pod, logs, nil)
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		if errs[i] != nil {
 			t.Fatalf("start %s: %v", pod.Spec.Containers[i].Name, errs[i])
 		}
 	}
-	if errs[3] == nil || !strings.Contains(errs[3].Error(), "container has runAsNonRoot and image will run as root") || errors.Is(errs[3], podrunner.ErrExitRecorded) {
-		t.Errorf("runAsNonRoot on a root image: err %v, want the kubelet's refusal, not a recorded exit", errs[3])
+	if errs[4] == nil || !strings.Contains(errs[4].Error(), "container has runAsNonRoot and image will run as root") || errors.Is(errs[4], podrunner.ErrExitRecorded) {
+		t.Errorf("runAsNonRoot on a root image: err %v, want the kubelet's refusal, not a recorded exit", errs[4])
 	}
-	out := waitLog(t, logs, "user", "NoNewPrivs")
+	out := waitLog(t, logs, "seccomp", "port-start")
+	if !strings.Contains(out, "Seccomp:\t2") || !strings.Contains(out, "port-start=80") {
+		t.Errorf("RuntimeDefault seccomp (filter mode 2) and the pod's sysctl should be in force:\n%s", out)
+	}
+	out = waitLog(t, logs, "user", "NoNewPrivs")
 	if !strings.Contains(out, "ids=1234:5678") || !strings.Contains(out, "4000") || !strings.Contains(out, "NoNewPrivs:\t1") {
 		t.Errorf("runAsUser/runAsGroup/supplementalGroups/no_new_privs not what the process sees:\n%s", out)
 	}
