@@ -19,6 +19,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("SidecarOutlivesInitAndStopsAfterApp", func(t *testing.T) { t.Parallel(); sidecarLifecycle(t, a) })
 	t.Run("PreStopBeforeSIGTERM", func(t *testing.T) { t.Parallel(); preStopBeforeTerm(t, a) })
 	t.Run("FailedPostStartKills", func(t *testing.T) { t.Parallel(); failedPostStart(t, a) })
+	t.Run("StatusReasonsAndMessages", func(t *testing.T) { t.Parallel(); reasonsAndMessages(t, a) })
 }
 
 // hostDir is a hostPath volume the test reads: the volume YAML, the mount YAML and the dir.
@@ -183,4 +184,33 @@ func failedPostStart(t *testing.T, shared *agent) {
 	}
 	a.remove("poststart.yaml")
 	a.waitGone(30*time.Second, "poststart-e2e", "")
+}
+
+// runAsNonRoot on a root image waits in CreateContainerConfigError with the kubelet's message; a
+// termination message and the downward API reach the status; the pod ends Failed under Never.
+func reasonsAndMessages(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	a.write("nonroot.yaml", podYAML("nonroot", "Always", 1, "",
+		shContainer("main", "sleep 3600", "    securityContext:\n      runAsNonRoot: true\n")))
+	a.write("msg.yaml", podYAML("msg", "Never", 1, "",
+		shContainer("main", "echo -n \"$POD_NAME on $NODE uid $(id -u)\" > /dev/termination-log; exit 4",
+			"    securityContext:\n      runAsUser: 4321\n"+
+				"    env:\n    - name: POD_NAME\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.name\n"+
+				"    - name: NODE\n      valueFrom:\n        fieldRef:\n          fieldPath: spec.nodeName\n")))
+	p := a.waitPod(60*time.Second, "nonroot-e2e", "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		w := status(p, "main").State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	if w := status(p, "main").State.Waiting; !strings.Contains(w.Message, "container has runAsNonRoot and image will run as root") {
+		t.Errorf("waiting message %q", w.Message)
+	}
+	p = a.waitPod(60*time.Second, "msg-e2e", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	term := status(p, "main").State.Terminated
+	if term == nil || term.ExitCode != 4 || term.Reason != "Error" || term.Message != "msg-e2e on e2e uid 4321" {
+		t.Errorf("terminated state %+v, want exit 4, Error, the message the container wrote", term)
+	}
+	a.remove("nonroot.yaml")
+	a.remove("msg.yaml")
+	a.waitGone(30*time.Second, "nonroot-e2e", "")
+	a.waitGone(30*time.Second, "msg-e2e", "")
 }
