@@ -315,7 +315,7 @@ func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, g
 	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 		began := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
-		msg, err := hookRunner{rt: w.m.rt}.run(hctx, pod, c, r.ID, "PreStop", c.Lifecycle.PreStop)
+		msg, err := hookRunner{rt: w.m.rt}.run(hctx, w.podForRuntime(pod), c, r.ID, "PreStop", c.Lifecycle.PreStop)
 		cancel()
 		if err != nil {
 			w.log.Warn("preStop hook failed", "container", r.Name, "err", err)
