@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +24,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("PreStopBeforeSIGTERM", func(t *testing.T) { t.Parallel(); preStopBeforeTerm(t, a) })
 	t.Run("FailedPostStartKills", func(t *testing.T) { t.Parallel(); failedPostStart(t, a) })
 	t.Run("StatusReasonsAndMessages", func(t *testing.T) { t.Parallel(); reasonsAndMessages(t, a) })
+	t.Run("HTTPPreStopFromTheHost", func(t *testing.T) { t.Parallel(); httpPreStop(t, a) })
 }
 
 // hostDir is a hostPath volume the test reads: the volume YAML, the mount YAML and the dir.
@@ -213,4 +218,32 @@ func reasonsAndMessages(t *testing.T, shared *agent) {
 	a.remove("msg.yaml")
 	a.waitGone(30*time.Second, "nonroot-e2e", "")
 	a.waitGone(30*time.Second, "msg-e2e", "")
+}
+
+// An httpGet preStop is sent from the host (here to a server of the test) before the SIGTERM.
+func httpPreStop(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
+		if err == nil {
+			fmt.Fprintf(f, "http-prestop%s\n", r.URL.Path)
+			f.Close()
+		}
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	hook := fmt.Sprintf("    lifecycle:\n      preStop:\n        httpGet:\n          host: 127.0.0.1\n          port: %d\n          path: /quit\n", port)
+	a.write("httphook.yaml", podYAML("httphook", "Always", 10, vol,
+		shContainer("main", "trap 'echo app-term >> /host/log; exit 0' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hook)))
+	a.waitPod(60*time.Second, "httphook-e2e", "Running", running)
+	a.eventually(10*time.Second, "trap installed", func() (bool, string) {
+		return strings.Contains(strings.Join(readLines(dir), ","), "ready"), ""
+	})
+	time.Sleep(300 * time.Millisecond)
+	a.remove("httphook.yaml")
+	a.waitGone(30*time.Second, "httphook-e2e", "")
+	if got := readLines(dir); !inOrder(got, []string{"http-prestop/quit", "app-term"}) {
+		t.Fatalf("order %v, want the httpGet preStop before the SIGTERM", got)
+	}
 }
