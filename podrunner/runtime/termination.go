@@ -17,7 +17,7 @@ import (
 )
 
 // Termination messages, as the kubelet: a host file is bind-mounted at the container's
-// terminationMessagePath; at exit podkeeper reads it (at most 4096 bytes). With
+// terminationMessagePath; at exit podkeeper reads it (its last 4096 bytes). With
 // FallbackToLogsOnError, an empty file and a failed exit take the last 80 lines of the log (at
 // most 2048 bytes) instead. The message becomes the terminated state's message.
 const (
@@ -62,6 +62,7 @@ func terminationMessage(labels map[string]string, code int32) string {
 	return fitLabel(LabelMessage, logTail(labels[LabelLogPath]))
 }
 
+// readCapped reads the last n bytes of a file, as the kubelet reads termination messages.
 func readCapped(path string, n int64) string {
 	if path == "" {
 		return ""
@@ -71,6 +72,11 @@ func readCapped(path string, n int64) string {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return ""
+		}
+	}
 	b, _ := io.ReadAll(io.LimitReader(f, n))
 	return string(b)
 }
@@ -91,10 +97,11 @@ func logTail(path string) string {
 	return string(b)
 }
 
-// fitLabel cuts v so that key and value fit containerd's label limit (4096 bytes together).
+// fitLabel cuts v so that key and value fit containerd's label limit (4096 bytes together),
+// keeping the end as the kubelet keeps a message's tail.
 func fitLabel(key, v string) string {
 	if max := 4096 - len(key); len(v) > max {
-		return v[:max]
+		return v[len(v)-max:]
 	}
 	return v
 }

@@ -219,3 +219,21 @@ func TestSubPathAndHostPathChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminationMessageFromFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "msg")
+	long := strings.Repeat("a", 5000) + "END"
+	if err := os.WriteFile(f, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := terminationMessage(map[string]string{LabelTermMsgFile: f}, 1)
+	if len(got) != 4096-len(LabelMessage) || !strings.HasSuffix(got, "END") {
+		t.Errorf("message of %d bytes ending %q; want the file's tail, cut to fit the label", len(got), got[len(got)-3:])
+	}
+	empty := filepath.Join(dir, "empty")
+	_ = os.WriteFile(empty, nil, 0o644)
+	if got := terminationMessage(map[string]string{LabelTermMsgFile: empty, LabelTermMsgPolicy: "FallbackToLogsOnError", LabelLogPath: filepath.Join(dir, "none.log")}, 1); got != "" {
+		t.Errorf("no file, no log: %q", got)
+	}
+}
