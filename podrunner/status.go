@@ -50,6 +50,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan))
 	}
 
+	capTerminationMessages(pod, &st)
 	initialized := initDone(pod, st.InitContainerStatuses)
 	ready := len(st.ContainerStatuses) > 0 && !in.Terminating
 	for _, cs := range st.ContainerStatuses {
