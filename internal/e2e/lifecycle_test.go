@@ -25,6 +25,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("FailedPostStartKills", func(t *testing.T) { t.Parallel(); failedPostStart(t, a) })
 	t.Run("StatusReasonsAndMessages", func(t *testing.T) { t.Parallel(); reasonsAndMessages(t, a) })
 	t.Run("HTTPPreStopFromTheHost", func(t *testing.T) { t.Parallel(); httpPreStop(t, a) })
+	t.Run("LifecycleExample", func(t *testing.T) { t.Parallel(); lifecycleExample(t, a) })
 }
 
 // hostDir is a hostPath volume the test reads: the volume YAML, the mount YAML and the dir.
@@ -246,4 +247,23 @@ func httpPreStop(t *testing.T, shared *agent) {
 	if got := readLines(dir); !inOrder(got, []string{"http-prestop/quit", "app-term"}) {
 		t.Fatalf("order %v, want the httpGet preStop before the SIGTERM", got)
 	}
+}
+
+// examples/lifecycle.yaml runs: the init container's file is read by the app (running as uid
+// 1000 on a read-only root), whose lines reach the sidecar's log.
+func lifecycleExample(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "lifecycle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.write("lifecycle.yaml", string(b))
+	a.waitPod(60*time.Second, "lifecycle-e2e", "Running", running)
+	a.eventually(30*time.Second, "the app's lines in the sidecar's log", func() (bool, string) {
+		app, _ := a.cli("logs", "lifecycle", "-c", "app")
+		side, _ := a.cli("logs", "lifecycle", "-c", "logger")
+		return strings.Contains(app, "configured by setup") && strings.Contains(side, "lifecycle-e2e uid=1000"), app + " | " + side
+	})
+	a.remove("lifecycle.yaml")
+	a.waitGone(30*time.Second, "lifecycle-e2e", "")
 }
