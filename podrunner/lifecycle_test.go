@@ -84,6 +84,21 @@ func TestPlanPodSidecars(t *testing.T) {
 				Waiting: map[string]string{"proxy": ReasonCrashLoopBackOff, "main": ReasonPodInitializing}},
 		},
 		{
+			name: "sidecar that could not run: the next init waits, the sidecar backs off",
+			pod:  sidecarPod(always, []string{"proxy", "init1"}, side, "main"),
+			recs: []ContainerRecord{
+				sbRec("sb0", 0, StateRunning, at(0)),
+				func() ContainerRecord {
+					r := exitedRec("p0", "proxy", KindInit, 0, 128, at(80), at(80))
+					r.Reason = ReasonContainerCannotRun
+					return r
+				}(),
+			},
+			gate: gateAt(map[string]time.Time{"p0": at(110)}),
+			want: planSummary{Phase: corev1.PodPending, WakeAt: at(110),
+				Waiting: map[string]string{"proxy": ReasonCrashLoopBackOff, "main": ReasonPodInitializing}},
+		},
+		{
 			name: "app done under Never with sidecars running: Succeeded, sidecars stop in reverse order first",
 			pod:  sidecarPod(never, []string{"proxy", "log"}, side, "main"),
 			recs: []ContainerRecord{

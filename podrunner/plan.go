@@ -122,6 +122,8 @@ const (
 	ReasonContainerCreating = "ContainerCreating"
 	ReasonPodInitializing   = "PodInitializing"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	// ReasonContainerCannotRun is the terminated reason of an instance that could not start.
+	ReasonContainerCannotRun = "ContainerCannotRun"
 )
 
 // shouldRestart applies a restart policy to an exit code.
@@ -246,7 +248,8 @@ func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok bool,
 		return true
 	case latest.State == StateExited:
 		p.restartOrWait(c, KindInit, latest, gate, now)
-		return true
+		// One that never ran (ContainerCannotRun) has not started: the sequence waits for it.
+		return latest.Reason != ReasonContainerCannotRun
 	default: // created but never started
 		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
 		return false
