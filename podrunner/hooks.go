@@ -23,8 +23,9 @@ import (
 //
 //	stop(container):  preStop (inside the grace period) ─▶ stop signal ─▶ SIGKILL at the end
 //	                  of what is left of the grace period, never less than 2 s after a preStop.
-//	stop(pod):        app containers (and running plain init containers) in parallel ─▶
-//	                  sidecars one by one, in reverse spec order, with what is left of the grace.
+//	stop(pod):        every preStop at once; app containers (and running plain init containers)
+//	                  get their signal after their hook ─▶ sidecars, one by one in reverse spec
+//	                  order, with what is left of the one grace period.
 
 // Events about hooks, as the kubelet records them.
 const (
@@ -237,7 +238,7 @@ func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	w.log.Warn("postStart hook failed; killing the container", "container", c.Name, "err", err)
 	w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailedPostStartHook, "%s", msg)
 	// As the kubelet's killContainer: preStop and grace apply; the exit counts for the backoff.
-	w.kill(ctx, pod, rec, gracePeriod(pod), "FailedPostStartHook")
+	w.kill(ctx, pod, rec, gracePeriod(pod), "FailedPostStartHook", nil)
 	return fmt.Errorf("PostStartHookError: %s", msg)
 }
 
@@ -270,50 +271,66 @@ func stopOrder(pod *corev1.Pod, v PodView) (first []ContainerRecord, sidecars []
 	return first, sidecars
 }
 
-// stopContainers stops every running container of the pod (not the sandbox): the app containers
-// in parallel, then the sidecars in reverse order, all inside one grace period.
+// stopContainers stops every running container of the pod (not the sandbox) inside one grace
+// period, as the kubelet orders it: every container starts terminating at once (its preStop hook
+// runs now), the app containers get their stop signal right after their hook, and each sidecar
+// waits for its turn (all app containers gone, then the sidecar after it in the spec) before its
+// stop signal, with what is left of the grace period (at least 2 s).
 func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) {
-	deadline := time.Now().Add(grace)
 	first, sidecars := stopOrder(pod, v)
-	var wg sync.WaitGroup
-	var mu sync.Mutex // killedByUs and the recorder are touched from the goroutines
+	var mu sync.Mutex // killedByUs is touched from the goroutines
+	var apps, all sync.WaitGroup
+	appsDone := make(chan struct{})
 	for _, r := range first {
-		wg.Add(1)
+		apps.Add(1)
+		all.Add(1)
 		go func() {
-			defer wg.Done()
-			w.stopLocked(ctx, &mu, pod, r, grace)
+			defer all.Done()
+			defer apps.Done()
+			w.stopLocked(ctx, &mu, pod, r, grace, nil)
 		}()
 	}
-	wg.Wait()
+	go func() { apps.Wait(); close(appsDone) }()
+	prev := appsDone
 	for _, r := range sidecars {
-		left := time.Until(deadline)
-		if left < minGraceAfterPreStop && grace > 0 {
-			left = minGraceAfterPreStop
-		}
-		if grace == 0 {
-			left = 0
-		}
-		w.stopLocked(ctx, &mu, pod, r, left)
+		done := make(chan struct{})
+		turn := bothDone(appsDone, prev)
+		all.Add(1)
+		go func() {
+			defer all.Done()
+			defer close(done)
+			w.stopLocked(ctx, &mu, pod, r, grace, turn)
+		}()
+		prev = done
 	}
+	all.Wait()
+}
+
+// bothDone is closed once a and b are.
+func bothDone(a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() { <-a; <-b; close(out) }()
+	return out
 }
 
 // stopLocked stops one running container the pod no longer runs (no backoff is charged for it).
-// mu guards killedByUs.
-func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod, r ContainerRecord, grace time.Duration) {
+// mu guards killedByUs. turn, when not nil, is closed when the container may get its stop signal.
+func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod, r ContainerRecord, grace time.Duration, turn <-chan struct{}) {
 	mu.Lock()
 	w.killedByUs[r.ID] = true
 	mu.Unlock()
-	w.kill(ctx, pod, r, grace, "Stopping container "+r.Name)
+	w.kill(ctx, pod, r, grace, "Stopping container "+r.Name, turn)
 }
 
 // kill stops one running container as the kubelet's killContainer: a Killing event with why, its
-// preStop hook inside the grace period, then the stop signal and SIGKILL with what is left (at
-// least 2 s after a preStop).
-func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, grace time.Duration, why string) {
+// preStop hook inside the grace period, its turn (if ordered), then the stop signal and SIGKILL
+// with what is left (at least 2 s after a preStop or a wait for the turn).
+func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, grace time.Duration, why string, turn <-chan struct{}) {
+	began := time.Now()
 	c := specOf(pod, r.Name)
 	w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "%s", why)
+	waited := false
 	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
-		began := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
 		msg, err := hookRunner{rt: w.m.rt}.run(hctx, w.podForRuntime(pod), c, r.ID, "PreStop", c.Lifecycle.PreStop)
 		cancel()
@@ -321,9 +338,23 @@ func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, g
 			w.log.Warn("preStop hook failed", "container", r.Name, "err", err)
 			w.m.rec.Eventf(pod, r.Name, EventWarning, ReasonFailedPreStopHook, "%s", msg)
 		}
-		grace = graceAfterPreStop(grace, time.Since(began))
+		waited = true
 	}
-	if err := w.m.rt.StopContainer(ctx, r.ID, grace); err != nil {
+	if turn != nil && grace > 0 {
+		t := time.NewTimer(time.Until(began.Add(grace)))
+		select {
+		case <-turn:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		waited = true
+	}
+	left := grace
+	if waited {
+		left = graceAfterPreStop(grace, time.Since(began))
+	}
+	if err := w.m.rt.StopContainer(ctx, r.ID, left); err != nil {
 		w.log.Warn("stop container", "container", r.Name, "err", err)
 	}
 }

@@ -393,3 +393,46 @@ func TestWorkerRefreshesVolumes(t *testing.T) {
 		return len(rr.pods) > 0 && rr.pods[0] == "uid-v" && rr.sawIP == "10.0.0.5"
 	})
 }
+
+// As the kubelet: a sidecar's preStop runs when the pod starts terminating, beside the app's,
+// while its stop signal waits for the app containers to be gone.
+func TestManagerSidecarPreStopRunsAtOnce(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := withGrace(mgrPod("uid-sp", "sp", corev1.RestartPolicyAlways, "main"), 20)
+	always := corev1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []corev1.Container{{Name: "side", Image: "busybox:1", RestartPolicy: &always,
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"side-hook"}}}}}}
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"app-hook"}}}}
+	sideHookRan := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	e.rt.SetExec(func(ctx context.Context, _ string, req ExecRequest) (int, error) {
+		switch req.Cmd[0] {
+		case "side-hook":
+			note("side-hook")
+			once.Do(func() { close(sideHookRan) })
+		case "app-hook":
+			select { // only finishes if the sidecar's hook runs meanwhile
+			case <-sideHookRan:
+				note("app-hook")
+			case <-ctx.Done():
+				note("app-hook-timed-out")
+			}
+		}
+		return 0, nil
+	})
+	e.run(t)
+	e.m.Update([]*corev1.Pod{pod})
+	side := e.waitRunning(t, "uid-sp", "side", 0)
+	app := e.waitRunning(t, "uid-sp", "main", 0)
+	e.rt.SetStopHook(func(_ context.Context, id string) { note("stop:" + id) })
+	e.m.Update(nil)
+	waitFor(t, "pod removed", func() bool { return e.status("uid-sp") == nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) < 4 || !reflect.DeepEqual(order[:4], []string{"side-hook", "app-hook", "stop:" + app.ID, "stop:" + side.ID}) {
+		t.Errorf("order %v, want both hooks first, then the app's stop, then the sidecar's", order)
+	}
+}
