@@ -30,6 +30,8 @@ type Config struct {
 	Backoff  BackoffPolicy // zero: DefaultBackoff
 	Resync   time.Duration // safety-net relist of each pod; zero: 30s
 	Logger   *slog.Logger
+	// Lookup finds ConfigMaps and Secrets for env and volumes; nil finds nothing.
+	Lookup ConfigLookup
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.

@@ -89,7 +89,10 @@ type Plan struct {
 	SandboxAttempt int
 	// StopSandbox: the pod reached Succeeded or Failed; its sandbox can go.
 	StopSandbox bool
-	Start       []StartAction
+	// StopSidecars lists running sidecar IDs to stop, in the order to stop them (reverse of the
+	// spec), before the sandbox: the pod's app containers are done.
+	StopSidecars []string
+	Start        []StartAction
 	// Waiting says why a container is not running and not started now.
 	Waiting map[string]Waiting
 	// Remove lists container IDs no longer needed (instances older than the previous one, dead
@@ -119,6 +122,8 @@ const (
 	ReasonContainerCreating = "ContainerCreating"
 	ReasonPodInitializing   = "PodInitializing"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	// ReasonContainerCannotRun is the terminated reason of an instance that could not start.
+	ReasonContainerCannotRun = "ContainerCannotRun"
 )
 
 // shouldRestart applies a restart policy to an exit code.
@@ -148,7 +153,8 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 	sb, hasSB := v.Sandbox()
 
 	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
-		if hasSB && sb.State == StateRunning {
+		p.StopSidecars = runningSidecars(pod, v)
+		if len(p.StopSidecars) == 0 && hasSB && sb.State == StateRunning {
 			p.StopSandbox = true
 		}
 		return p
@@ -176,6 +182,15 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		if ok && !belongsTo(latest, sb) && latest.State != StateRunning {
 			ok = false // from an earlier sandbox: run it again
 			latest.Attempt++
+		}
+		if IsSidecar(c) {
+			if p.planSidecar(c, latest, ok, gate, now) {
+				continue
+			}
+			for _, a := range pod.Spec.Containers {
+				p.Waiting[a.Name] = Waiting{Reason: ReasonPodInitializing}
+			}
+			return p
 		}
 		switch {
 		case !ok:
@@ -213,6 +228,48 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		}
 	}
 	return p
+}
+
+// IsSidecar reports whether an init container is a native sidecar (restartPolicy: Always).
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// planSidecar plans one native sidecar during the init sequence. It reports whether the next
+// init container may go: once the sidecar has started (it runs, or ran and is being restarted),
+// as the kubelet does without a startupProbe. A sidecar is restarted whenever it exits, whatever
+// the pod's restartPolicy.
+func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok bool, gate RestartGate, now time.Time) bool {
+	switch {
+	case !ok:
+		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
+		return false
+	case latest.State == StateRunning:
+		return true
+	case latest.State == StateExited:
+		p.restartOrWait(c, KindInit, latest, gate, now)
+		// One that never ran (ContainerCannotRun) has not started: the sequence waits for it.
+		return latest.Reason != ReasonContainerCannotRun
+	default: // created but never started
+		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
+		return false
+	}
+}
+
+// runningSidecars lists the running sidecars of pod in the order they stop: the reverse of the
+// spec.
+func runningSidecars(pod *corev1.Pod, v PodView) []string {
+	var out []string
+	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		c := &pod.Spec.InitContainers[i]
+		if !IsSidecar(c) {
+			continue
+		}
+		if latest, ok := v.Latest(c.Name); ok && latest.State == StateRunning {
+			out = append(out, latest.ID)
+		}
+	}
+	return out
 }
 
 func (p *Plan) restartOrWait(c *corev1.Container, kind ContainerKind, latest ContainerRecord, gate RestartGate, now time.Time) {
@@ -289,10 +346,18 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 	policy := pod.Spec.RestartPolicy
 	sb, hasSB := v.Sandbox()
-	for _, c := range pod.Spec.InitContainers {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		latest, ok := v.Latest(c.Name)
 		if ok && hasSB && !belongsTo(latest, sb) && latest.State != StateRunning {
 			ok = false
+		}
+		if IsSidecar(c) {
+			// A sidecar counts as initialized once started; it never decides the phase.
+			if !ok || (latest.State != StateRunning && latest.State != StateExited) {
+				return corev1.PodPending
+			}
+			continue
 		}
 		if !ok || latest.State != StateExited {
 			return corev1.PodPending

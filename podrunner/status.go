@@ -58,16 +58,17 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
 	}
 
-	initialized := true
-	for _, cs := range st.InitContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			initialized = false
-		}
-	}
+	capTerminationMessages(pod, &st)
+	initialized := initDone(pod, st.InitContainerStatuses)
 	ready := len(st.ContainerStatuses) > 0 && !in.Terminating
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
 			ready = false
+		}
+	}
+	for i, cs := range st.InitContainerStatuses {
+		if IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready && st.Phase != corev1.PodSucceeded && st.Phase != corev1.PodFailed {
+			ready = false // as the kubelet: sidecars count for ContainersReady
 		}
 	}
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
@@ -150,4 +151,21 @@ func recordState(r ContainerRecord) corev1.ContainerState {
 		}}
 	}
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
+}
+
+// initDone reports the Initialized condition: every plain init container ended with 0 and every
+// sidecar has started (it runs, or ran and is being restarted).
+func initDone(pod *corev1.Pod, sts []corev1.ContainerStatus) bool {
+	for i, cs := range sts {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
+			if cs.State.Running == nil && cs.State.Terminated == nil && cs.LastTerminationState.Terminated == nil {
+				return false
+			}
+			continue
+		}
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }

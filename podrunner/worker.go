@@ -227,6 +227,7 @@ func (w *worker) gate(v PodView, now time.Time) RestartGate {
 // sync brings the pod one step at a time towards its spec and publishes its status. It returns
 // when the next change is due by itself (zero: none).
 func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
+	w.refreshVolumes(pod)
 	for step := 0; step < 8; step++ {
 		now := time.Now()
 		v, err := w.observe(ctx)
@@ -282,6 +283,18 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 	case plan.KillPod:
 		w.m.rec.Eventf(pod, "", EventNormal, ReasonSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		w.stopContainers(ctx, pod, v, gracePeriod(pod))
+		return true, time.Time{}
+	case len(plan.StopSidecars) > 0:
+		// The app containers are done: the sidecars stop, in reverse order, then the sandbox.
+		stop := PodView{Containers: map[string][]ContainerRecord{}}
+		for _, id := range plan.StopSidecars {
+			for name, rs := range v.Containers {
+				if rs[0].ID == id {
+					stop.Containers[name] = rs[:1]
+				}
+			}
+		}
+		w.stopContainers(ctx, pod, stop, gracePeriod(pod))
 		return true, time.Time{}
 	case plan.StopSandbox:
 		if sb, ok := v.Sandbox(); ok {
@@ -346,7 +359,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if img.Warning != "" {
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "%s", img.Warning)
 	}
+	pod = w.podForRuntime(pod)
 	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
+		Config:    w.m.cfg.Lookup,
 		Pod:       pod,
 		Sandbox:   sb,
 		Container: c,
@@ -369,6 +384,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	delete(w.configErrs, c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
+	if err := w.runPostStart(ctx, pod, c, rec); err != nil {
+		return true, time.Time{} // killed: restart policy and CrashLoopBackOff apply
+	}
 	w.log.Info("container started", "container", c.Name, "restartCount", a.Attempt, "pid", rec.PID, "took", time.Since(began).Round(time.Millisecond))
 	return true, time.Time{}
 }
@@ -388,27 +406,6 @@ func (w *worker) failed(memo map[string]*retryMemo, key string, err error) *retr
 // setWaiting shows a pull or config problem in the container's waiting state.
 func (w *worker) setWaiting(name, reason, msg string) {
 	w.imgWaiting[name] = Waiting{Reason: reason, Message: msg}
-}
-
-// stopContainers stops every running container of the pod (not the sandbox) in parallel.
-func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) {
-	var wg sync.WaitGroup
-	for name, rs := range v.Containers {
-		r := rs[0]
-		if r.State != StateRunning {
-			continue
-		}
-		w.killedByUs[r.ID] = true
-		w.m.rec.Eventf(pod, name, EventNormal, ReasonKilling, "Stopping container %s", name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.m.rt.StopContainer(ctx, r.ID, grace); err != nil {
-				w.log.Warn("stop container", "container", r.Name, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // terminatePod stops everything of the pod, removes its containers and files, and returns once

@@ -392,6 +392,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
+	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
 	// A leftover from a crash between create and record (same ID) is replaced.
 	if old, err := r.client.LoadContainer(ctx, id); err == nil {
 		r.deleteContainer(ctx, old)
@@ -465,7 +470,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, e) })
+	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = e.Value
@@ -492,7 +497,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr)
+	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -506,6 +511,11 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
 	}
 	opts = append(opts, r.hostnameOpts(pod)...)
+	sec, err := securityOpts(r.cfg.RootDir, pod, ctr, cfg.User)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, sec...)
 	pid := req.Sandbox.PID
 	if pid == 0 {
 		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
@@ -560,21 +570,20 @@ func withEnv(env []string) oci.SpecOpts {
 	}
 }
 
-// resolveEnvSource resolves the downward-API sources podkeeper knows without other documents.
-func resolveEnvSource(pod *corev1.Pod, e corev1.EnvVar) string {
-	if e.ValueFrom.FieldRef != nil {
-		switch e.ValueFrom.FieldRef.FieldPath {
-		case "metadata.name":
-			return pod.Name
-		case "metadata.namespace":
-			return pod.Namespace
-		case "metadata.uid":
-			return string(pod.UID)
-		case "spec.nodeName":
-			return pod.Spec.NodeName
-		case "spec.serviceAccountName":
-			return pod.Spec.ServiceAccountName
+// resolveEnvSource resolves the downward-API sources (fieldRef, resourceFieldRef) podkeeper
+// knows without other documents. An unresolvable one is empty.
+func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar) string {
+	switch {
+	case e.ValueFrom.FieldRef != nil:
+		v, _ := FieldRefValue(pod, e.ValueFrom.FieldRef.FieldPath)
+		return v
+	case e.ValueFrom.ResourceFieldRef != nil:
+		ref := *e.ValueFrom.ResourceFieldRef
+		if ref.ContainerName == "" {
+			ref.ContainerName = ctr.Name
 		}
+		v, _ := ResourceFieldValue(pod, &ref, hostAllocatable())
+		return v
 	}
 	return ""
 }
@@ -708,6 +717,9 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 				LabelExitCode:   strconv.Itoa(int(code)),
 				LabelReason:     exitReason(code),
 			}
+			if msg := terminationMessage(labels, code); msg != "" {
+				upd[LabelMessage] = msg
+			}
 			if labels, err = c.SetLabels(ctx, upd); err != nil {
 				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
 			}
@@ -775,6 +787,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 		}
 	}
 	r.release(tio)
+	if labels, err := c.Labels(ctx); err == nil {
+		removeTermMsgFile(r.cfg.RootDir, labels)
+	}
 	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
 		return err
 	}
@@ -798,7 +813,11 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	if err := unmountPodShms(r.cfg.RootDir, uid); err != nil {
 		return err
 	}
-	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
+	dir := podDir(r.cfg.RootDir, uid)
+	if err := unmountUnder(dir); err != nil {
+		return fmt.Errorf("remove pod files: %w", err)
+	}
+	return os.RemoveAll(dir)
 }
 
 // ListContainers implements podrunner.Runtime. Running tasks whose output nobody collects (after a

@@ -8,6 +8,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 // ContainerArgs merges an image's Entrypoint/Cmd with a container's command/args the way the
@@ -166,9 +168,9 @@ func PodHostname(pod *corev1.Pod) string {
 	return h
 }
 
-// volumeMounts turns a container's volumeMounts into OCI mounts. Supported here: hostPath and
-// emptyDir (a directory under the pod dir); other volume types are refused with a clear error.
-func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container) ([]specs.Mount, error) {
+// volumeMounts turns a container's volumeMounts into OCI mounts, preparing each volume on the
+// host (volumes.go). configMap, secret, downwardAPI and projected volumes are always read-only.
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup) ([]specs.Mount, error) {
 	vols := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -179,30 +181,17 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container) ([]specs.Mo
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
 		}
-		var src string
-		switch {
-		case v.HostPath != nil:
-			src = v.HostPath.Path
-			if err := prepareHostPath(src, v.HostPath.Type); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-		case v.EmptyDir != nil:
-			src = filepath.Join(podDir(root, string(pod.UID)), "volumes", "empty-dir", v.Name)
-			if err := os.MkdirAll(src, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			_ = os.Chmod(src, 0o777)
-		default:
-			return nil, fmt.Errorf("volume %q: this volume type is not supported yet (hostPath and emptyDir are)", v.Name)
+		src, ro, err := prepareVolume(root, pod, v, lookup, hostAllocatable())
+		if err != nil {
+			return nil, err
 		}
 		if vm.SubPath != "" {
-			src = filepath.Join(src, vm.SubPath)
-			if err := os.MkdirAll(src, 0o755); err != nil {
-				return nil, fmt.Errorf("volume %q subPath %q: %w", v.Name, vm.SubPath, err)
+			if src, err = subPathSource(src, vm.SubPath); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 		}
 		opts := []string{"rbind", "rprivate"}
-		if vm.ReadOnly {
+		if vm.ReadOnly || ro {
 			opts = append(opts, "ro")
 		} else {
 			opts = append(opts, "rw")

@@ -1,0 +1,269 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Lifecycle fidelity on the real containerd through the podkeeper binary: init containers,
+// native sidecars, lifecycle hooks and the order of termination.
+func TestLifecycle(t *testing.T) {
+	a := startAgent(t, "pk-e2e-lifecycle")
+	t.Run("InitContainersInOrder", func(t *testing.T) { t.Parallel(); initInOrder(t, a) })
+	t.Run("FailingInitBlocksApp", func(t *testing.T) { t.Parallel(); failingInitBlocks(t, a) })
+	t.Run("SidecarOutlivesInitAndStopsAfterApp", func(t *testing.T) { t.Parallel(); sidecarLifecycle(t, a) })
+	t.Run("PreStopBeforeSIGTERM", func(t *testing.T) { t.Parallel(); preStopBeforeTerm(t, a) })
+	t.Run("FailedPostStartKills", func(t *testing.T) { t.Parallel(); failedPostStart(t, a) })
+	t.Run("StatusReasonsAndMessages", func(t *testing.T) { t.Parallel(); reasonsAndMessages(t, a) })
+	t.Run("HTTPPreStopFromTheHost", func(t *testing.T) { t.Parallel(); httpPreStop(t, a) })
+	t.Run("LifecycleExample", func(t *testing.T) { t.Parallel(); lifecycleExample(t, a) })
+}
+
+// hostDir is a hostPath volume the test reads: the volume YAML, the mount YAML and the dir.
+func hostDir(t *testing.T) (string, string, string) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return "  volumes:\n  - name: host\n    hostPath:\n      path: " + dir + "\n      type: Directory\n",
+		"    volumeMounts:\n    - name: host\n      mountPath: /host\n", dir
+}
+
+func readLines(dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "log"))
+	return strings.Fields(string(b))
+}
+
+// inOrder reports whether want appears in got in that order (other lines may come between).
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+func initSection(containers ...string) string {
+	return "  initContainers:\n" + strings.Join(containers, "")
+}
+
+func initInOrder(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	a.write("inits.yaml", podYAML("inits", "Always", 1, vol+initSection(
+		shContainer("one", "sleep 0.5; echo one >> /host/log", mount),
+		shContainer("two", "echo two >> /host/log", mount),
+	), shContainer("main", "echo main >> /host/log; sleep 3600", mount)))
+	p := a.waitPod(60*time.Second, "inits-e2e", "Running", running)
+	a.eventually(10*time.Second, "main wrote", func() (bool, string) {
+		return len(readLines(dir)) == 3, strings.Join(readLines(dir), ",")
+	})
+	if got := readLines(dir); !inOrder(got, []string{"one", "two", "main"}) {
+		t.Fatalf("order %v, want one two main", got)
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+			t.Fatalf("init %s state %+v, want Completed", cs.Name, cs.State)
+		}
+	}
+	a.remove("inits.yaml")
+	a.waitGone(30*time.Second, "inits-e2e", "")
+}
+
+func failingInitBlocks(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	a.write("badinit.yaml", podYAML("badinit", "Always", 1, vol+initSection(
+		shContainer("fails", "echo tried >> /host/log; exit 1", mount),
+	), shContainer("main", "echo main >> /host/log; sleep 3600", mount)))
+	a.write("badinit-never.yaml", podYAML("badinit-never", "Never", 1, initSection(
+		shContainer("fails", "exit 3", ""),
+	), shContainer("main", "sleep 3600", "")))
+	p := a.waitPod(60*time.Second, "badinit-e2e", "init restarted", func(p *corev1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].RestartCount >= 1
+	})
+	if p.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %s, want Pending while the init container fails", p.Status.Phase)
+	}
+	if w := status(p, "main").State.Waiting; w == nil || w.Reason != "PodInitializing" {
+		t.Errorf("main state %+v, want waiting PodInitializing", status(p, "main").State)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodInitialized && c.Status != corev1.ConditionFalse {
+			t.Errorf("Initialized = %s, want False", c.Status)
+		}
+	}
+	if got := readLines(dir); strings.Contains(strings.Join(got, ","), "main") {
+		t.Errorf("the app container ran although the init container fails: %v", got)
+	}
+	a.waitPod(60*time.Second, "badinit-never-e2e", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	a.remove("badinit.yaml")
+	a.remove("badinit-never.yaml")
+	a.waitGone(30*time.Second, "badinit-e2e", "")
+	a.waitGone(30*time.Second, "badinit-never-e2e", "")
+}
+
+func sidecarLifecycle(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	side := shContainer("side", "trap 'echo side-term >> /host/log; exit 0' TERM; echo side-up >> /host/log; while true; do sleep 0.2; done",
+		mount+"    restartPolicy: Always\n")
+	a.write("sidecar.yaml", podYAML("sidecar", "Never", 10, vol+initSection(side,
+		shContainer("after", "grep -q side-up /host/log && echo after-saw-side >> /host/log", mount),
+	), shContainer("main", "sleep 2; echo main-done >> /host/log", mount)))
+	running := a.waitPod(60*time.Second, "sidecar-e2e", "main running beside the sidecar", func(p *corev1.Pod) bool {
+		return status(p, "main").State.Running != nil
+	})
+	for _, cs := range running.Status.InitContainerStatuses {
+		if cs.Name == "side" && cs.State.Running == nil {
+			t.Errorf("sidecar not running beside the app: %+v", cs.State)
+		}
+	}
+	for _, c := range running.Status.Conditions {
+		if c.Type == corev1.PodInitialized && c.Status != corev1.ConditionTrue {
+			t.Errorf("Initialized = %s with the sidecar running and the init done", c.Status)
+		}
+	}
+	p := a.waitPod(60*time.Second, "sidecar-e2e", "Succeeded with the sidecar stopped", func(p *corev1.Pod) bool {
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.Name == "side" && cs.State.Terminated == nil {
+				return false
+			}
+		}
+		return p.Status.Phase == corev1.PodSucceeded
+	})
+	got := readLines(dir)
+	if !inOrder(got, []string{"side-up", "after-saw-side", "main-done", "side-term"}) {
+		t.Fatalf("order %v, want side-up after-saw-side main-done side-term", got)
+	}
+	if cs := p.Status.InitContainerStatuses[0]; cs.RestartCount != 0 {
+		t.Errorf("the sidecar stopped at completion must not restart: %+v", cs)
+	}
+	a.remove("sidecar.yaml")
+	a.waitGone(30*time.Second, "sidecar-e2e", "")
+}
+
+func preStopBeforeTerm(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	side := shContainer("side", "trap 'echo side-term >> /host/log; exit 0' TERM; while true; do sleep 0.2; done",
+		mount+"    restartPolicy: Always\n")
+	hooks := "    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo poststart >> /host/log\"]\n" +
+		"      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"echo prestop >> /host/log; sleep 1\"]\n"
+	a.write("hooks.yaml", podYAML("hooks", "Always", 20, vol+initSection(side),
+		shContainer("main", "trap 'echo app-term >> /host/log; exit 0' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hooks)))
+	a.waitPod(60*time.Second, "hooks-e2e", "Running", running)
+	a.eventually(10*time.Second, "trap installed and postStart ran", func() (bool, string) {
+		got := readLines(dir)
+		return strings.Contains(strings.Join(got, ","), "ready") && strings.Contains(strings.Join(got, ","), "poststart"), strings.Join(got, ",")
+	})
+	time.Sleep(300 * time.Millisecond)
+	a.remove("hooks.yaml")
+	a.waitGone(30*time.Second, "hooks-e2e", "")
+	got := readLines(dir)
+	if !inOrder(got, []string{"prestop", "app-term", "side-term"}) {
+		t.Fatalf("termination order %v, want prestop, then the app's SIGTERM, then the sidecar's", got)
+	}
+}
+
+func failedPostStart(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	hook := "    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo hook-out; exit 7\"]\n"
+	a.write("poststart.yaml", podYAML("poststart", "Always", 1, "", shContainer("main", "sleep 3600", hook)))
+	a.waitPod(60*time.Second, "poststart-e2e", "restarted after its postStart failed", func(p *corev1.Pod) bool {
+		return status(p, "main").RestartCount >= 1
+	})
+	desc, err := a.cli("describe", "pod", "poststart")
+	if err != nil || !strings.Contains(desc, "FailedPostStartHook") || !strings.Contains(desc, "hook-out") {
+		t.Fatalf("describe should show the FailedPostStartHook event with the hook's output: %v\n%s", err, desc)
+	}
+	a.remove("poststart.yaml")
+	a.waitGone(30*time.Second, "poststart-e2e", "")
+}
+
+// runAsNonRoot on a root image waits in CreateContainerConfigError with the kubelet's message; a
+// termination message and the downward API reach the status; the pod ends Failed under Never.
+func reasonsAndMessages(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	a.write("nonroot.yaml", podYAML("nonroot", "Always", 1, "",
+		shContainer("main", "sleep 3600", "    securityContext:\n      runAsNonRoot: true\n")))
+	a.write("msg.yaml", podYAML("msg", "Never", 1, "",
+		shContainer("main", "echo -n \"$POD_NAME on $NODE uid $(id -u)\" > /dev/termination-log; exit 4",
+			"    securityContext:\n      runAsUser: 4321\n"+
+				"    env:\n    - name: POD_NAME\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.name\n"+
+				"    - name: NODE\n      valueFrom:\n        fieldRef:\n          fieldPath: spec.nodeName\n")))
+	p := a.waitPod(60*time.Second, "nonroot-e2e", "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		w := status(p, "main").State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	if w := status(p, "main").State.Waiting; !strings.Contains(w.Message, "container has runAsNonRoot and image will run as root") {
+		t.Errorf("waiting message %q", w.Message)
+	}
+	p = a.waitPod(60*time.Second, "msg-e2e", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	term := status(p, "main").State.Terminated
+	if term == nil || term.ExitCode != 4 || term.Reason != "Error" || term.Message != "msg-e2e on e2e uid 4321" {
+		t.Errorf("terminated state %+v, want exit 4, Error, the message the container wrote", term)
+	}
+	a.remove("nonroot.yaml")
+	a.remove("msg.yaml")
+	a.waitGone(30*time.Second, "nonroot-e2e", "")
+	a.waitGone(30*time.Second, "msg-e2e", "")
+}
+
+// An httpGet preStop is sent from the host (here to a server of the test) before the SIGTERM.
+func httpPreStop(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
+		if err == nil {
+			fmt.Fprintf(f, "http-prestop%s\n", r.URL.Path)
+			f.Close()
+		}
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	hook := fmt.Sprintf("    lifecycle:\n      preStop:\n        httpGet:\n          host: 127.0.0.1\n          port: %d\n          path: /quit\n", port)
+	a.write("httphook.yaml", podYAML("httphook", "Always", 10, vol,
+		shContainer("main", "trap 'echo app-term >> /host/log; exit 0' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hook)))
+	a.waitPod(60*time.Second, "httphook-e2e", "Running", running)
+	a.eventually(10*time.Second, "trap installed", func() (bool, string) {
+		return strings.Contains(strings.Join(readLines(dir), ","), "ready"), ""
+	})
+	time.Sleep(300 * time.Millisecond)
+	a.remove("httphook.yaml")
+	a.waitGone(30*time.Second, "httphook-e2e", "")
+	if got := readLines(dir); !inOrder(got, []string{"http-prestop/quit", "app-term"}) {
+		t.Fatalf("order %v, want the httpGet preStop before the SIGTERM", got)
+	}
+}
+
+// examples/lifecycle.yaml runs: the init container's file is read by the app (running as uid
+// 1000 on a read-only root), whose lines reach the sidecar's log.
+func lifecycleExample(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "lifecycle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.write("lifecycle.yaml", string(b))
+	a.waitPod(60*time.Second, "lifecycle-e2e", "Running", running)
+	a.eventually(30*time.Second, "the app's lines in the sidecar's log", func() (bool, string) {
+		app, _ := a.cli("logs", "lifecycle", "-c", "app")
+		side, _ := a.cli("logs", "lifecycle", "-c", "logger")
+		return strings.Contains(app, "configured by setup") && strings.Contains(side, "lifecycle-e2e uid=1000"), app + " | " + side
+	})
+	a.remove("lifecycle.yaml")
+	a.waitGone(30*time.Second, "lifecycle-e2e", "")
+}

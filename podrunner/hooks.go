@@ -1,0 +1,403 @@
+package podrunner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Lifecycle hooks (postStart, preStop) and the order of termination, as the kubelet does them:
+//
+//	stop(container):  preStop (inside the grace period) ─▶ stop signal ─▶ SIGKILL at the end
+//	                  of what is left of the grace period, never less than 2 s after a preStop.
+//	stop(pod):        every preStop at once; app containers (and running plain init containers)
+//	                  get their signal after their hook ─▶ sidecars, one by one in reverse spec
+//	                  order, with what is left of the one grace period.
+
+// Events about hooks, as the kubelet records them.
+const (
+	ReasonFailedPostStartHook = "FailedPostStartHook"
+	ReasonFailedPreStopHook   = "FailedPreStopHook"
+)
+
+// minGraceAfterPreStop is the kubelet's minimum grace left to a container after its preStop
+// hook ran (minimumGracePeriodInSeconds).
+const minGraceAfterPreStop = 2 * time.Second
+
+// graceAfterPreStop is the grace left for the stop signal once a preStop hook took elapsed out
+// of grace. Pure.
+func graceAfterPreStop(grace, elapsed time.Duration) time.Duration {
+	left := grace - elapsed
+	if left < minGraceAfterPreStop {
+		left = minGraceAfterPreStop
+	}
+	return left
+}
+
+// hookTarget is where an httpGet hook connects: the handler's host, else the pod IP, else
+// 127.0.0.1 (podkeeper reaches the pod from the host). Named ports are resolved from the
+// container's ports. Pure.
+func hookURL(pod *corev1.Pod, c *corev1.Container, h *corev1.HTTPGetAction) (string, error) {
+	host := h.Host
+	if host == "" {
+		host = pod.Status.PodIP
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port, err := resolvePort(h.Port, c)
+	if err != nil {
+		return "", err
+	}
+	scheme := strings.ToLower(string(h.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := h.Path
+	if path != "" && !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	full := u.String() + path
+	if _, err := url.Parse(full); err != nil {
+		return "", fmt.Errorf("bad httpGet path %q: %w", h.Path, err)
+	}
+	return full, nil
+}
+
+// resolvePort turns a port number or a container port name into a number.
+func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		if p.IntVal <= 0 || p.IntVal > 65535 {
+			return 0, fmt.Errorf("invalid port %d", p.IntVal)
+		}
+		return int(p.IntVal), nil
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
+		return n, nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
+}
+
+// hookRunner runs lifecycle handlers. The zero value works.
+type hookRunner struct {
+	rt     Runtime
+	client *http.Client
+}
+
+// run executes one handler against container id and returns the kubelet's failure message with
+// the error, or ("", nil) on success. ctx bounds it (the hook's share of the grace period).
+func (h hookRunner) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, which string, lh *corev1.LifecycleHandler) (string, error) {
+	switch {
+	case lh.Exec != nil:
+		var out bytes.Buffer
+		w := &limitedWriter{w: &out, n: 10 * 1024}
+		code, err := h.rt.Exec(ctx, id, ExecRequest{Cmd: lh.Exec.Command, Stdout: w, Stderr: w})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(lh.Exec.Command, " "), code, out.String())
+		}
+		if err != nil {
+			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
+				lh.Exec.Command, c.Name, pod.Namespace+"/"+pod.Name, err, out.String()), err
+		}
+		return "", nil
+	case lh.HTTPGet != nil:
+		err := h.httpGet(ctx, pod, c, lh.HTTPGet)
+		if err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
+				lh.HTTPGet.Path, c.Name, pod.Namespace+"/"+pod.Name, err), err
+		}
+		return "", nil
+	case lh.Sleep != nil:
+		t := time.NewTimer(time.Duration(lh.Sleep.Seconds) * time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return "", nil
+		case <-ctx.Done():
+			err := errors.New("container terminated before sleep hook finished")
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
+				lh.Sleep.Seconds, c.Name, pod.Namespace+"/"+pod.Name, err), err
+		}
+	case lh.TCPSocket != nil:
+		err := errors.New("tcpSocket lifecycle handlers are deprecated and not supported")
+		return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, pod.Namespace+"/"+pod.Name, err), err
+	}
+	err := errors.New("handler has no action")
+	return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, pod.Namespace+"/"+pod.Name, err), err
+}
+
+// httpGet sends the hook's request. As the kubelet, only a failure to get an answer fails the
+// hook; the status code is not looked at.
+func (h hookRunner) httpGet(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+	u, err := hookURL(pod, c, g)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "kube-lifecycle/podkeeper")
+	for _, hd := range g.HTTPHeaders {
+		if strings.EqualFold(hd.Name, "host") {
+			req.Host = hd.Value
+			continue
+		}
+		req.Header.Add(hd.Name, hd.Value)
+	}
+	client := h.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.Body.Close()
+}
+
+type limitedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	n  int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	if l.n <= 0 {
+		return n, nil
+	}
+	if len(p) > l.n {
+		p = p[:l.n]
+	}
+	l.n -= len(p)
+	_, err := l.w.Write(p)
+	return n, err
+}
+
+// specOf finds a container of the pod's spec by name (init containers included).
+func specOf(pod *corev1.Pod, name string) *corev1.Container {
+	for _, c := range allContainers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// runPostStart runs a container's postStart hook, if any, right after it started. On failure the
+// container is killed (FailedPostStartHook), as the kubelet does, and the error is returned.
+func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, rec ContainerRecord) error {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return nil
+	}
+	// The kubelet gives postStart no timeout; a pod told to terminate meanwhile cuts it short.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-tick.C:
+				if _, terminate := w.state(); terminate {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	msg, err := hookRunner{rt: w.m.rt}.run(hctx, pod, c, rec.ID, "PostStart", c.Lifecycle.PostStart)
+	if err == nil {
+		return nil
+	}
+	w.log.Warn("postStart hook failed; killing the container", "container", c.Name, "err", err)
+	w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailedPostStartHook, "%s", msg)
+	// As the kubelet's killContainer: preStop and grace apply; the exit counts for the backoff.
+	w.kill(ctx, pod, rec, gracePeriod(pod), "FailedPostStartHook", nil)
+	return fmt.Errorf("PostStartHookError: %s", msg)
+}
+
+// stopOrder splits a pod's running containers into the ones stopped first, together (app
+// containers and plain init containers), and the sidecars stopped after them, one by one in
+// reverse spec order. Containers no longer in the spec stop with the first group. Pure.
+func stopOrder(pod *corev1.Pod, v PodView) (first []ContainerRecord, sidecars []ContainerRecord) {
+	side := map[string]bool{}
+	for _, id := range runningSidecars(pod, v) {
+		side[id] = true
+	}
+	for _, id := range runningSidecars(pod, v) {
+		for _, rs := range v.Containers {
+			if rs[0].ID == id {
+				sidecars = append(sidecars, rs[0])
+			}
+		}
+	}
+	names := make([]string, 0, len(v.Containers))
+	for n := range v.Containers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := v.Containers[n][0]
+		if r.State == StateRunning && !side[r.ID] {
+			first = append(first, r)
+		}
+	}
+	return first, sidecars
+}
+
+// stopContainers stops every running container of the pod (not the sandbox) inside one grace
+// period, as the kubelet orders it: every container starts terminating at once (its preStop hook
+// runs now), the app containers get their stop signal right after their hook, and each sidecar
+// waits for its turn (all app containers gone, then the sidecar after it in the spec) before its
+// stop signal, with what is left of the grace period (at least 2 s).
+func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) {
+	first, sidecars := stopOrder(pod, v)
+	var mu sync.Mutex // killedByUs is touched from the goroutines
+	var apps, all sync.WaitGroup
+	appsDone := make(chan struct{})
+	for _, r := range first {
+		apps.Add(1)
+		all.Add(1)
+		go func() {
+			defer all.Done()
+			defer apps.Done()
+			w.stopLocked(ctx, &mu, pod, r, grace, nil)
+		}()
+	}
+	go func() { apps.Wait(); close(appsDone) }()
+	prev := appsDone
+	for _, r := range sidecars {
+		done := make(chan struct{})
+		turn := bothDone(appsDone, prev)
+		all.Add(1)
+		go func() {
+			defer all.Done()
+			defer close(done)
+			w.stopLocked(ctx, &mu, pod, r, grace, turn)
+		}()
+		prev = done
+	}
+	all.Wait()
+}
+
+// bothDone is closed once a and b are.
+func bothDone(a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() { <-a; <-b; close(out) }()
+	return out
+}
+
+// stopLocked stops one running container the pod no longer runs (no backoff is charged for it).
+// mu guards killedByUs. turn, when not nil, is closed when the container may get its stop signal.
+func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod, r ContainerRecord, grace time.Duration, turn <-chan struct{}) {
+	mu.Lock()
+	w.killedByUs[r.ID] = true
+	mu.Unlock()
+	w.kill(ctx, pod, r, grace, "Stopping container "+r.Name, turn)
+}
+
+// kill stops one running container as the kubelet's killContainer: a Killing event with why, its
+// preStop hook inside the grace period, its turn (if ordered), then the stop signal and SIGKILL
+// with what is left (at least 2 s after a preStop or a wait for the turn).
+func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, grace time.Duration, why string, turn <-chan struct{}) {
+	began := time.Now()
+	c := specOf(pod, r.Name)
+	w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "%s", why)
+	waited := false
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		hctx, cancel := context.WithTimeout(ctx, grace)
+		msg, err := hookRunner{rt: w.m.rt}.run(hctx, w.podForRuntime(pod), c, r.ID, "PreStop", c.Lifecycle.PreStop)
+		cancel()
+		if err != nil {
+			w.log.Warn("preStop hook failed", "container", r.Name, "err", err)
+			w.m.rec.Eventf(pod, r.Name, EventWarning, ReasonFailedPreStopHook, "%s", msg)
+		}
+		waited = true
+	}
+	if turn != nil && grace > 0 {
+		t := time.NewTimer(time.Until(began.Add(grace)))
+		select {
+		case <-turn:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		waited = true
+	}
+	left := grace
+	if waited {
+		left = graceAfterPreStop(grace, time.Since(began))
+	}
+	if err := w.m.rt.StopContainer(ctx, r.ID, left); err != nil {
+		w.log.Warn("stop container", "container", r.Name, "err", err)
+	}
+}
+
+// podForRuntime is pod with the status fields the downward API and httpGet hooks read (host IP,
+// pod IP) filled from the worker's last published status.
+func (w *worker) podForRuntime(pod *corev1.Pod) *corev1.Pod {
+	out := pod.DeepCopy()
+	out.Status.HostIP = w.m.cfg.HostIP
+	if w.m.cfg.HostIP != "" {
+		out.Status.HostIPs = []corev1.HostIP{{IP: w.m.cfg.HostIP}}
+	}
+	w.m.mu.Lock()
+	last := w.m.status[pod.UID]
+	w.m.mu.Unlock()
+	if last != nil {
+		out.Status.PodIP, out.Status.PodIPs = last.Status.PodIP, last.Status.PodIPs
+	}
+	if pod.Spec.HostNetwork && out.Status.PodIP == "" && w.m.cfg.HostIP != "" {
+		out.Status.PodIP = w.m.cfg.HostIP
+		out.Status.PodIPs = []corev1.PodIP{{IP: w.m.cfg.HostIP}}
+	}
+	return out
+}
+
+// VolumeRefresher is implemented by runtimes that can update a running pod's configMap, secret,
+// downwardAPI and projected volumes in place (atomically, as the kubelet). It reports whether any
+// content changed. The worker calls it on every sync.
+type VolumeRefresher interface {
+	RefreshVolumes(pod *corev1.Pod, lookup ConfigLookup) (bool, error)
+}
+
+// refreshVolumes updates the pod's projected content when the lookup's objects changed.
+func (w *worker) refreshVolumes(pod *corev1.Pod) {
+	vr, ok := w.m.rt.(VolumeRefresher)
+	if !ok || w.m.cfg.Lookup == nil || len(pod.Spec.Volumes) == 0 {
+		return
+	}
+	changed, err := vr.RefreshVolumes(w.podForRuntime(pod), w.m.cfg.Lookup)
+	if err != nil {
+		w.log.Warn("volumes keep their last content", "err", err)
+	}
+	if changed {
+		w.log.Info("volume content updated")
+	}
+}
