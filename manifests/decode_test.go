@@ -88,14 +88,14 @@ func TestDecodeFileProblems(t *testing.T) {
 		data string
 		want []string // Problem.String() of every problem, in order
 	}{
-		{"wrong kind in multi doc", pod("a") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
-			[]string{"doc 1: kind ConfigMap is not supported (only v1 Pod)"}},
+		{"wrong kind in multi doc", pod("a") + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n",
+			[]string{"doc 1: kind Service is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"wrong apiVersion", strings.Replace(pod("a"), "apiVersion: v1", "apiVersion: apps/v1", 1),
-			[]string{"doc 0: kind apps/v1 Pod is not supported (only v1 Pod)"}},
+			[]string{"doc 0: kind apps/v1 Pod is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"no kind", "apiVersion: v1\nmetadata:\n  name: a\n",
-			[]string{"doc 0: kind: kind is required (only v1 Pod is supported)"}},
+			[]string{"doc 0: kind: kind is required (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"no apiVersion", "kind: Pod\nmetadata:\n  name: a\n",
-			[]string{"doc 0: apiVersion: apiVersion is required (only v1 Pod is supported)"}},
+			[]string{"doc 0: apiVersion: apiVersion is required (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"not an object", "- a\n- b\n", []string{"doc 0: document is not an object"}},
 		{"unknown field", pod("a") + "    imagePolicy: Always\n",
 			[]string{`doc 0: spec.containers[0].imagePolicy: unknown field "spec.containers[0].imagePolicy"`}},
@@ -196,7 +196,7 @@ spec:
 		}
 	}
 	msg := fe.Error()
-	for _, s := range []string{"/etc/pods/x.yaml: doc 0: ", "; doc 1: kind Service is not supported (only v1 Pod)", "; doc 3: spec.containers[0].image: Required value"} {
+	for _, s := range []string{"/etc/pods/x.yaml: doc 0: ", "; doc 1: kind Service is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)", "; doc 3: spec.containers[0].image: Required value"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("Error() = %q, missing %q", msg, s)
 		}
