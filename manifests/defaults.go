@@ -185,4 +185,3 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 	}
 	return corev1.PullIfNotPresent
 }
-

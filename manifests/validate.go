@@ -517,7 +517,6 @@ func validateResourceName(p *field.Path, name string) field.ErrorList {
 	return field.ErrorList{field.Invalid(p, name, "must be a standard resource type or fully qualified")}
 }
 
-
 // validateProbe checks a defaulted probe: one handler, non-negative numbers, thresholds.
 func validateProbe(pr *corev1.Probe, p *field.Path, successMustBeOne bool) field.ErrorList {
 	if pr == nil {
