@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,8 @@ type Manager struct {
 	log *slog.Logger
 
 	updates chan []*corev1.Pod // latest snapshot wins
-	ready   chan struct{}      // closed once the first snapshot is applied
+	config  atomic.Pointer[configHolder]
+	ready   chan struct{} // closed once the first snapshot is applied
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -206,6 +208,9 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 			delete(want, uid)
 			continue
 		}
+		if old, _ := w.state(); old != nil {
+			m.noteManifestError(old, p)
+		}
 		w.update(p)
 	}
 	for name := range m.pending {
@@ -273,6 +278,7 @@ func (m *Manager) setStatus(p *corev1.Pod) {
 		p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format(time.RFC3339Nano)
 		p.CreationTimestamp = metav1.NewTime(seen)
 	}
+	withManifestCondition(p)
 	m.status[p.UID] = p
 }
 

@@ -351,6 +351,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		Attempt:   a.Attempt,
 		LogPath:   w.m.LogPath(pod, c.Name, a.Attempt),
 		SpecHash:  SpecHash(c),
+		Config:    w.m.ConfigLookup(),
 	})
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)

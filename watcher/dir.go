@@ -483,3 +483,11 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// ScanDir reads the directory once, as a DirSource's first snapshot (no watch, nothing kept):
+// `podkeeper validate` uses it to judge a directory exactly as the agent would.
+func ScanDir(dir, nodeName string, opts ...DirOption) Snapshot {
+	s := NewDirSource(dir, nodeName, append(opts, func(s *DirSource) { s.noWatch = true })...)
+	r := &dirRun{DirSource: s, files: map[string]*fileState{}, ignored: map[string]string{}}
+	return r.scan()
+}

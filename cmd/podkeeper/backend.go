@@ -60,3 +60,5 @@ func (b *lateBackend) ContainerLogPath(ctx context.Context, p *corev1.Pod, c str
 }
 
 func (b *lateBackend) ManifestErrors() []api.ManifestError { return b.errs.get() }
+
+func (b *lateBackend) Manifests() []api.ManifestFile { return b.errs.manifests() }

@@ -44,6 +44,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name; static pods are named <name>-<node-name>"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-socket", Value: defaultAPISocket, EnvVars: []string{"PODKEEPER_API_SOCKET"}, Usage: "unix socket of the local API (mode 0600)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pause-binary", Usage: "sandbox process binary (default: podkeeper-pause next to podkeeper, else in PATH)"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "strict-permissions", Usage: "refuse manifests a non-root user or group can write (default: warn loudly)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
@@ -196,7 +197,8 @@ func runAgent(c *cli.Context) error {
 	mgr = podrunner.NewManager(podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}, rt, rec)
 	backend.set(mgr)
 
-	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log))
+	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),
+		watcher.WithStrictPermissions(c.Bool("strict-permissions")))
 	snaps := make(chan watcher.Snapshot)
 	wg.Add(3)
 	go func() {
@@ -213,11 +215,12 @@ func runAgent(c *cli.Context) error {
 			case <-ctx.Done():
 				return
 			case s := <-snaps:
-				errs.set(s.Errors)
+				errs.set(s.Errors, s.Files)
 				for _, fe := range s.Errors {
 					log.Warn("manifest problem", "file", fe.Path, "keptLastGood", fe.KeptLastGood, "err", fe.Err)
 				}
-				log.Info("desired state", "pods", len(s.Pods), "badFiles", len(s.Errors))
+				log.Info("desired state", "pods", len(s.Pods), "configMaps", len(s.ConfigMaps), "secrets", len(s.Secrets), "badFiles", len(s.Errors))
+				mgr.UpdateConfig(s.Config())
 				mgr.Update(s.Pods)
 			}
 		}
@@ -244,16 +247,23 @@ func runAgent(c *cli.Context) error {
 	return err
 }
 
-// manifestErrors holds the latest snapshot's file problems for the API.
+// manifestErrors holds the latest snapshot's file problems and file states for the API.
 type manifestErrors struct {
-	mu   sync.Mutex
-	list []watcher.FileError
+	mu    sync.Mutex
+	list  []watcher.FileError
+	files []watcher.FileStatus
 }
 
-func (m *manifestErrors) set(l []watcher.FileError) {
+func (m *manifestErrors) set(l []watcher.FileError, files []watcher.FileStatus) {
 	m.mu.Lock()
-	m.list = l
+	m.list, m.files = l, files
 	m.mu.Unlock()
+}
+
+func (m *manifestErrors) manifests() []api.ManifestFile {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]api.ManifestFile(nil), m.files...)
 }
 
 func (m *manifestErrors) get() []api.ManifestError {
