@@ -25,9 +25,9 @@ const MaxFileSize = 10 << 20
 
 // Objects is everything one manifest file declares.
 type Objects struct {
-	Pods       []*corev1.Pod
-	ConfigMaps []*corev1.ConfigMap
-	Secrets    []*corev1.Secret
+	Pods       []*corev1.Pod       `json:"pods,omitempty"`
+	ConfigMaps []*corev1.ConfigMap `json:"configMaps,omitempty"`
+	Secrets    []*corev1.Secret    `json:"secrets,omitempty"`
 }
 
 // Len is the number of objects.
@@ -134,11 +134,14 @@ func (d *fileDecoder) object(idx int, prefix string, jsonDoc []byte, inPodList b
 		return
 	case apiVersion != "v1" || !slices.Contains([]string{"Pod", "ConfigMap", "Secret", "PodList", "List"}, kind) ||
 		(inPodList && kind != "Pod") || (prefix != "" && (kind == "List" || kind == "PodList")):
-		where := ""
-		if prefix != "" {
-			where = " in a list"
+		supported := supportedKinds
+		switch {
+		case inPodList:
+			supported = "a PodList holds v1 Pods only"
+		case prefix != "":
+			supported = "a List holds v1 Pods, ConfigMaps and Secrets"
 		}
-		d.fail(idx, strings.TrimSuffix(prefix, "."), "kind %s is not supported%s (%s)", describeKind(apiVersion, kind), where, supportedKinds)
+		d.fail(idx, strings.TrimSuffix(prefix, "."), "kind %s is not supported (%s)", describeKind(apiVersion, kind), supported)
 		return
 	}
 	mark := len(d.problems)
