@@ -424,17 +424,28 @@ func TestSplitDocuments(t *testing.T) {
 	}
 }
 
+// FuzzDecodeFile feeds the decoder arbitrary bytes: it must never panic, and it must return
+// either well-formed objects or a *FileError with problems. The seed corpus is
+// testdata/fuzz/FuzzDecodeFile (kinds, lists, hostile YAML) plus the testdata manifests.
 func FuzzDecodeFile(f *testing.F) {
 	f.Add([]byte(pod("a")), "node1")
 	f.Add([]byte(pod("a")+"---\n"+pod("b")), "n")
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x","ports":[{"containerPort":1}]}]}}`), "node1")
 	f.Add([]byte("---\n--- x\n{\n- [\n"), "")
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nspec: {containers: [{}], initContainers: [{}]}\n"), "UPPER")
+	for _, glob := range []string{"testdata/*.yaml", "testdata/cases/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, in := range files {
+			if data, err := os.ReadFile(in); err == nil {
+				f.Add(data, "node1")
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte, nodeName string) {
-		pods, err := DecodeFile("/f.yaml", data, nodeName)
+		objs, err := Decode("/f.yaml", data, nodeName)
 		if err != nil {
-			if pods != nil {
-				t.Fatal("pods returned with an error")
+			if objs != nil {
+				t.Fatal("objects returned with an error")
 			}
 			fe, ok := err.(*FileError)
 			if !ok || len(fe.Problems) == 0 {
@@ -443,9 +454,29 @@ func FuzzDecodeFile(f *testing.F) {
 			_ = fe.Error()
 			return
 		}
-		for _, p := range pods {
-			if p.UID == "" || p.Spec.NodeName != nodeName || len(p.Spec.Containers) == 0 {
+		for _, p := range objs.Pods {
+			if p.UID == "" || p.Spec.NodeName != nodeName || len(p.Spec.Containers) == 0 || p.Annotations[AnnotationConfigHash] != string(p.UID) {
 				t.Fatalf("bad pod %+v", p)
+			}
+		}
+		for _, cm := range objs.ConfigMaps {
+			if cm.Name == "" || cm.Namespace == "" {
+				t.Fatalf("bad configmap %+v", cm)
+			}
+		}
+		for _, s := range objs.Secrets {
+			if s.Name == "" || s.StringData != nil {
+				t.Fatalf("bad secret %+v", s)
+			}
+		}
+		// Decoding is deterministic: the same input gives the same UIDs.
+		again, err := Decode("/f.yaml", data, nodeName)
+		if err != nil || len(again.Pods) != len(objs.Pods) {
+			t.Fatalf("second decode differs: %v", err)
+		}
+		for i := range again.Pods {
+			if again.Pods[i].UID != objs.Pods[i].UID {
+				t.Fatal("UID is not deterministic")
 			}
 		}
 	})
