@@ -168,6 +168,26 @@ func editorWrite(t *testing.T, shared *agent, pattern string) {
 	if cs := status(p, "c"); cs.RestartCount != 0 {
 		t.Fatalf("new instance restart count %d", cs.RestartCount)
 	}
+	// The agent read the file twice (the first version and the save), never a half-written or
+	// missing file in between.
+	if n, removed := a.logCount(`msg="manifest loaded"`, " path="+path+" "), a.logCount(`msg="manifest removed"`, " path="+path); n != 2 || removed != 0 {
+		t.Fatalf("the agent loaded %s %d times and saw it removed %d times, want 2 and 0", file, n, removed)
+	}
+}
+
+// logCount counts the agent log lines containing every one of subs.
+func (a *agent) logCount(subs ...string) int {
+	n := 0
+lines:
+	for _, l := range strings.Split(a.agentLog(), "\n") {
+		for _, s := range subs {
+			if !strings.Contains(l, s) {
+				continue lines
+			}
+		}
+		n++
+	}
+	return n
 }
 
 func sortedPair(a, b string) []string {
