@@ -221,7 +221,7 @@ func TestIgnoreReason(t *testing.T) {
 		"a.yaml.orig": "editor leftover (*.orig)", "a.yaml.tmp": "editor leftover (*.tmp)",
 		"a.yaml.dpkg-new": "package-manager leftover (*.dpkg-*)", "a.yaml.dpkg-old": "package-manager leftover (*.dpkg-*)",
 		"a.yaml.rpmnew": "package-manager leftover (*.rpmnew)",
-		"README": "not a .yaml, .yml or .json file", "a.YAML": "not a .yaml, .yml or .json file",
+		"README":        "not a .yaml, .yml or .json file", "a.YAML": "not a .yaml, .yml or .json file",
 	}
 	for name, want := range tests {
 		if got := IgnoreReason(name); got != want {
