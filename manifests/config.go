@@ -297,3 +297,56 @@ func BindEnvConfig(pod *corev1.Pod, lookup ConfigLookup) {
 	pod.UID = uid
 	pod.Annotations[AnnotationConfigHash] = string(uid)
 }
+
+// SalvagePodNames reads, leniently, the namespace/name of every Pod a file that Decode rejects
+// would declare ("default/web-node1"), as far as its YAML or JSON can be read at all: unknown
+// fields and invalid values do not matter, only metadata.name. It lets the agent recognise, after
+// a restart, the running pods of a manifest that is broken now. It never fails; unreadable
+// documents give nothing.
+func SalvagePodNames(data []byte, nodeName string) []string {
+	if len(data) > MaxFileSize {
+		return nil
+	}
+	var out []string
+	var visit func(obj map[string]any, inPodList bool, depth int)
+	visit = func(obj map[string]any, inPodList bool, depth int) {
+		kind, _ := obj["kind"].(string)
+		if inPodList && kind == "" {
+			kind = "Pod"
+		}
+		switch kind {
+		case "Pod":
+			meta, _ := obj["metadata"].(map[string]any)
+			name, _ := meta["name"].(string)
+			ns, _ := meta["namespace"].(string)
+			if name == "" {
+				return
+			}
+			if ns == "" {
+				ns = corev1.NamespaceDefault
+			}
+			out = append(out, ns+"/"+StaticPodName(name, nodeName))
+		case "PodList", "List":
+			if depth > 0 {
+				return
+			}
+			items, _ := obj["items"].([]any)
+			for _, it := range items {
+				if m, ok := it.(map[string]any); ok {
+					visit(m, kind == "PodList", depth+1)
+				}
+			}
+		}
+	}
+	for _, doc := range splitDocuments(data) {
+		j, err := toJSON(doc)
+		if err != nil || j == nil {
+			continue
+		}
+		var obj map[string]any
+		if json.Unmarshal(j, &obj) == nil {
+			visit(obj, false, 0)
+		}
+	}
+	return out
+}

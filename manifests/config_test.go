@@ -137,3 +137,23 @@ func TestSecretDefaults(t *testing.T) {
 		t.Errorf("a Secret's name is not node-suffixed: %q", s.Name)
 	}
 }
+
+func TestSalvagePodNames(t *testing.T) {
+	tests := []struct {
+		name, data string
+		want       string
+	}{
+		{"unknown field", pod("a") + "    imagee: x\n", "default/a-node1"},
+		{"invalid values", "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ops}\nspec: {restartPolicy: Sometimes}\n", "ops/b-node1"},
+		{"multi doc, one unreadable", pod("a") + "---\n: : :\n---\n" + pod("c"), "default/a-node1 default/c-node1"},
+		{"lists", "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: x}\n---\nkind: List\nitems:\n- {kind: Pod, metadata: {name: why}}\n- {kind: ConfigMap, metadata: {name: z}}\n", "default/x-node1 default/why-node1"},
+		{"garbage", "\x00\x01{{{", ""},
+		{"no name", "kind: Pod\nmetadata: {}\n", ""},
+		{"not a pod", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(SalvagePodNames([]byte(tt.data), node), " "); got != tt.want {
+			t.Errorf("%s: SalvagePodNames = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -40,7 +40,9 @@ type Manager struct {
 
 	updates chan []*corev1.Pod // latest snapshot wins
 	config  atomic.Pointer[configHolder]
-	ready   chan struct{} // closed once the first snapshot is applied
+	// heldNames and held: see held.go.
+	heldNames atomic.Pointer[map[string]bool]
+	ready     chan struct{} // closed once the first snapshot is applied
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -48,6 +50,7 @@ type Manager struct {
 	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
 	status  map[types.UID]*corev1.Pod
 	seen    map[types.UID]time.Time
+	held    map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
 	ctx     context.Context
 	wg      sync.WaitGroup
 }
@@ -178,6 +181,9 @@ func (m *Manager) adopt(ctx context.Context, desired []*corev1.Pod) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range orphans {
+		if m.holdLocked(p) {
+			continue
+		}
 		w := newWorker(m, p)
 		w.terminate = true
 		m.startWorkerLocked(w)
@@ -195,6 +201,7 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 		want[p.UID] = p
 		wantName[p.Namespace+"/"+p.Name] = p
 	}
+	m.releaseHeldLocked(wantName)
 	for uid, w := range m.workers {
 		p, ok := want[uid]
 		if !ok {

@@ -239,11 +239,15 @@ type fileState struct {
 	lastGood *manifests.Objects // objects of the last content that decoded fine
 	everGood bool
 	warnings []string
+	salvaged []string // pod keys the rejected content seems to declare
 }
 
 // result is what the file contributes to a snapshot.
 func (f *fileState) result(path string) fileResult {
 	r := fileResult{path: path, err: f.err, warnings: f.warnings}
+	if f.err != nil && !f.everGood {
+		r.held = f.salvaged
+	}
 	objs := f.objs
 	if f.err != nil {
 		objs = nil
@@ -461,10 +465,11 @@ func (r *dirRun) refresh(path string, f *fileState) error {
 	objs, err := manifests.Decode(path, data, r.nodeName)
 	if err != nil {
 		f.objs, f.err = nil, err
+		f.salvaged = manifests.SalvagePodNames(data, r.nodeName)
 		r.log.Warn("manifest rejected", "path", path, "err", err, "kept_last_good", f.everGood)
 		return nil
 	}
-	f.objs, f.err, f.lastGood, f.everGood = objs, nil, objs, true
+	f.objs, f.err, f.lastGood, f.everGood, f.salvaged = objs, nil, objs, true, nil
 	r.log.Info("manifest loaded", "path", path, "pods", len(objs.Pods), "configMaps", len(objs.ConfigMaps), "secrets", len(objs.Secrets))
 	return nil
 }

@@ -270,3 +270,28 @@ func TestScanDir(t *testing.T) {
 		t.Errorf("c.yaml.bak = %+v", f)
 	}
 }
+
+// A file that is bad from the start (as after an agent restart) holds the names it seems to
+// declare, unless a good file declares them; a file with kept content holds nothing.
+func TestHeldNames(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), manifest("a", "busybox")+"    imagee: x\n")
+	write(t, filepath.Join(dir, "b.yaml"), manifest("b", "busybox")+"    imagee: x\n")
+	write(t, filepath.Join(dir, "c.yaml"), manifest("b", "busybox"))
+	write(t, filepath.Join(dir, "d.yaml"), manifest("d", "busybox"))
+	out := start(t, newSource(dir))
+	s := expect(t, out, "pods=[default/b-n1@c.yaml default/d-n1@d.yaml] errors=[a.yaml b.yaml]")
+	if got := strings.Join(s.Held, " "); got != "default/a-n1" {
+		t.Fatalf("Held = %q, want default/a-n1", got)
+	}
+	write(t, filepath.Join(dir, "d.yaml"), manifest("d", "busybox")+"    imagee: x\n")
+	s = expect(t, out, "pods=[default/b-n1@c.yaml default/d-n1@d.yaml] errors=[a.yaml b.yaml d.yaml kept]")
+	if got := strings.Join(s.Held, " "); got != "default/a-n1" {
+		t.Fatalf("Held = %q after a kept bad edit", got)
+	}
+	write(t, filepath.Join(dir, "a.yaml"), manifest("a", "busybox"))
+	s = expect(t, out, "pods=[default/a-n1@a.yaml default/b-n1@c.yaml default/d-n1@d.yaml] errors=[b.yaml d.yaml kept]")
+	if len(s.Held) != 0 {
+		t.Fatalf("Held = %v after the fix", s.Held)
+	}
+}

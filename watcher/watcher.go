@@ -24,6 +24,10 @@ type Snapshot struct {
 	Errors     []FileError         // files that could not be used, sorted by path
 	Ignored    []string            // paths skipped by the name filter, sorted
 	Files      []FileStatus        // every file of the directory and what became of it, sorted by path
+	// Held lists pods (namespace/name) that a rejected file seems to declare (read leniently)
+	// while no good content of it is known, as after an agent restart: a running pod of that
+	// name must be kept, not treated as removed. Sorted; never a name of Pods.
+	Held []string
 }
 
 // Config returns the snapshot's ConfigMaps and Secrets as a lookup (a podrunner.ConfigLookup).
@@ -98,6 +102,7 @@ type fileResult struct {
 	err      error    // why the file's current content is not used, if so
 	kept     bool     // objects are the last good ones despite err
 	warnings []string // e.g. unsafe permissions
+	held     []string // pod keys the rejected content seems to declare (only when !kept)
 }
 
 // podKey is the full name of a pod: namespace/name.
@@ -186,6 +191,21 @@ func assemble(results []fileResult, ignored map[string]string) Snapshot {
 		}
 		snap.Files = append(snap.Files, st)
 	}
+	heldSet := map[string]bool{}
+	for _, r := range results {
+		if r.err == nil || r.kept {
+			continue
+		}
+		for _, k := range r.held {
+			if _, declared := owner["pod "+k]; !declared {
+				heldSet[k] = true
+			}
+		}
+	}
+	for k := range heldSet {
+		snap.Held = append(snap.Held, k)
+	}
+	sort.Strings(snap.Held)
 	cfg := manifests.NewConfigSet(snap.ConfigMaps, snap.Secrets)
 	for _, p := range snap.Pods {
 		manifests.BindEnvConfig(p, cfg)
@@ -246,7 +266,7 @@ func sameState(a, b Snapshot) bool {
 			return false
 		}
 	}
-	return reflect.DeepEqual(a.ConfigMaps, b.ConfigMaps) && reflect.DeepEqual(a.Secrets, b.Secrets) &&
+	return slices.Equal(a.Held, b.Held) && reflect.DeepEqual(a.ConfigMaps, b.ConfigMaps) && reflect.DeepEqual(a.Secrets, b.Secrets) &&
 		reflect.DeepEqual(usedFiles(a.Files), usedFiles(b.Files))
 }
 

@@ -221,6 +221,7 @@ func runAgent(c *cli.Context) error {
 				}
 				log.Info("desired state", "pods", len(s.Pods), "configMaps", len(s.ConfigMaps), "secrets", len(s.Secrets), "badFiles", len(s.Errors))
 				mgr.UpdateConfig(s.Config())
+				mgr.UpdateHeld(s.Held)
 				mgr.Update(s.Pods)
 			}
 		}
