@@ -442,6 +442,7 @@ func FuzzDecodeFile(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, nodeName string) {
+		_ = SalvagePodNames(data, nodeName) // never panics either
 		objs, err := Decode("/f.yaml", data, nodeName)
 		if err != nil {
 			if objs != nil {

@@ -463,3 +463,37 @@ func hostileFiles(t *testing.T, shared *agent) {
 		}
 	}
 }
+
+// A manifest broken while the agent was down: the agent, restarted, knows no good content of
+// it, yet the pod it finds running under that name is kept (same container); fixing the file
+// replaces it once.
+func TestManifestsBrokenWhileAgentDown(t *testing.T) {
+	a := startAgent(t, "pk-e2e-manifests-restart")
+	good := podYAML("survivor", "Always", 1, "", shContainer("c", "sleep 3600", ""))
+	a.write("survivor.yaml", good)
+	old := a.waitPod(30*time.Second, "survivor-e2e", "Running", running)
+	pid := a.runningPID(string(old.UID), "c")
+
+	a.kill9()
+	a.write("survivor.yaml", strings.Replace(good, "imagePullPolicy", "imagePullPolcy", 1))
+	a.start()
+	a.eventually(20*time.Second, "error listed", func() (bool, string) {
+		f, _ := a.manifestFile("survivor.yaml")
+		return f.State == watcher.StateError, fmt.Sprint(f)
+	})
+	a.eventually(20*time.Second, "agent says it keeps the pod", func() (bool, string) {
+		return a.logCount("keeping a running pod whose manifest is rejected", "survivor-e2e") > 0, ""
+	})
+	time.Sleep(2 * time.Second)
+	if got := a.pidOf(string(old.UID), "c"); got != pid {
+		t.Fatalf("the running pod was not kept: pid %d -> %d", pid, got)
+	}
+
+	fixed := strings.Replace(good, "sleep 3600", "sleep 3601", 1)
+	a.write("survivor.yaml", fixed)
+	want := a.expectedUID("survivor.yaml", fixed)
+	a.waitPod(30*time.Second, "survivor-e2e", "replaced by the fix", func(p *corev1.Pod) bool { return running(p) && string(p.UID) == want })
+	a.eventually(30*time.Second, "old instance removed", func() (bool, string) {
+		return len(a.records(string(old.UID))) == 0, ""
+	})
+}
