@@ -57,3 +57,19 @@ func (m *Manager) releaseHeldLocked(wanted map[string]*corev1.Pod) {
 		m.startWorkerLocked(w)
 	}
 }
+
+// heldPodsLocked lists the held pods for readers: Running as found, with the ManifestValid=False
+// condition saying why nothing manages them. Called with m.mu held.
+func (m *Manager) heldPodsLocked() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range m.held {
+		q := p.DeepCopy()
+		q.Spec = corev1.PodSpec{}
+		q.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
+			Type: ConditionManifestValid, Status: corev1.ConditionFalse, Reason: ReasonManifestInvalid,
+			Message: "found running at start while its manifest is rejected: kept untouched until the manifest is fixed or deleted",
+		}}}
+		out = append(out, q)
+	}
+	return out
+}

@@ -36,6 +36,10 @@ func TestManagerHoldsRunningPodOfRejectedManifest(t *testing.T) {
 		}
 	}
 
+	if p := e.status("uid-old"); p == nil || p.Status.Phase != corev1.PodRunning || condition(p, ConditionManifestValid) == nil {
+		t.Fatalf("the held pod is not listed as Running with ManifestValid=False: %+v", p)
+	}
+
 	// The manifest is still rejected on the next snapshot: still kept.
 	e.m.UpdateHeld([]string{"default/a-node1"})
 	e.m.Update(nil)

@@ -305,6 +305,7 @@ func (m *Manager) Pods() []*corev1.Pod {
 		}}}
 		out = append(out, q)
 	}
+	out = append(out, m.heldPodsLocked()...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
 			return out[i].Namespace < out[j].Namespace

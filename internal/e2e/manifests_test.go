@@ -484,6 +484,12 @@ func TestManifestsBrokenWhileAgentDown(t *testing.T) {
 	a.eventually(20*time.Second, "agent says it keeps the pod", func() (bool, string) {
 		return a.logCount("keeping a running pod whose manifest is rejected", "survivor-e2e") > 0, ""
 	})
+	held := a.waitPod(20*time.Second, "survivor-e2e", "listed as held", func(p *corev1.Pod) bool {
+		return hasCondition(p, "podkeeper.io/ManifestValid", corev1.ConditionFalse, "kept untouched")
+	})
+	if held.UID != old.UID || held.Status.Phase != corev1.PodRunning {
+		t.Fatalf("held pod listed as %s %s", held.UID, held.Status.Phase)
+	}
 	time.Sleep(2 * time.Second)
 	if got := a.pidOf(string(old.UID), "c"); got != pid {
 		t.Fatalf("the running pod was not kept: pid %d -> %d", pid, got)
