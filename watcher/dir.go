@@ -450,6 +450,9 @@ func fileType(m fs.FileMode) string {
 	return m.Type().String()
 }
 
+// errEmptied is the error of a file that held objects and is now empty.
+var errEmptied = errors.New("file is empty; keeping its last good content (delete the file to remove its pods)")
+
 // refresh reads the file and decodes it if its content changed. It returns
 // only read errors; decode errors are recorded in f.
 func (r *dirRun) refresh(path string, f *fileState) error {
@@ -462,6 +465,13 @@ func (r *dirRun) refresh(path string, f *fileState) error {
 		return nil
 	}
 	f.hash, f.decoded = sum, true
+	if len(bytes.TrimSpace(data)) == 0 && f.everGood && f.lastGood.Len() > 0 {
+		// A file emptied by a save in progress (or by mistake) is a bad edit, not a removal:
+		// deleting the file is how its pods are removed.
+		f.objs, f.err = nil, errEmptied
+		r.log.Warn("manifest emptied; keeping its last good content", "path", path)
+		return nil
+	}
 	objs, err := manifests.Decode(path, data, r.nodeName)
 	if err != nil {
 		f.objs, f.err = nil, err

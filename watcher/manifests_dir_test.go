@@ -295,3 +295,24 @@ func TestHeldNames(t *testing.T) {
 		t.Fatalf("Held = %v after the fix", s.Held)
 	}
 }
+
+// An emptied file is a bad edit (a save in progress, or a mistake), not a removal.
+func TestEmptiedFileKeepsLastGood(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.yaml")
+	write(t, path, manifest("a", "busybox"))
+	write(t, filepath.Join(dir, "empty.yaml"), "")
+	out := start(t, newSource(dir))
+	good := expect(t, out, "pods=[default/a-n1@a.yaml] errors=[]")
+	write(t, path, "")
+	s := expect(t, out, "pods=[default/a-n1@a.yaml] errors=[a.yaml kept]")
+	if s.Pods[0].UID != good.Pods[0].UID || !strings.Contains(s.Errors[0].Error(), "delete the file") {
+		t.Fatalf("emptied: %s %v", describe(s), s.Errors[0])
+	}
+	write(t, path, manifest("a", "busybox:2"))
+	expect(t, out, "pods=[default/a-n1@a.yaml] errors=[]")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, out, "pods=[] errors=[]")
+}
