@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -198,6 +200,59 @@ func (d *fileDecoder) object(idx int, prefix string, jsonDoc []byte, inPodList b
 	}
 }
 
+// typeErrorField finds the field path in a JSON type error ("... into Go struct field
+// Container.spec.containers.image of type string").
+var typeErrorField = regexp.MustCompile(`into Go struct field \w+\.(\S+) of type`)
+
+// sanitizeQuantities replaces every unparsable resource quantity in a generic document (under
+// resources.limits/requests, overhead, emptyDir.sizeLimit) by "0" and returns a problem for each,
+// with its field path below path.
+func sanitizeQuantities(v any, path string) []Problem {
+	var probs []Problem
+	check := func(m map[string]any, key, p string) {
+		var s string
+		switch q := m[key].(type) {
+		case string:
+			s = q
+		case float64:
+			return // a plain number is a valid quantity
+		default:
+			s = fmt.Sprint(q)
+		}
+		if _, err := resource.ParseQuantity(s); err != nil {
+			probs = append(probs, Problem{Field: p, Message: fmt.Sprintf("Invalid value: %q: %v", s, err)})
+			m[key] = "0"
+		}
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			child := t[k]
+			switch {
+			case k == "sizeLimit" && strings.HasSuffix(path, "emptyDir"):
+				check(t, k, p)
+			case (k == "limits" || k == "requests") && strings.HasSuffix(path, "resources"), k == "overhead" && path == "spec":
+				if m, ok := child.(map[string]any); ok {
+					for _, name := range sortedKeys(m) {
+						check(m, name, p+"["+name+"]")
+					}
+				}
+			default:
+				probs = append(probs, sanitizeQuantities(child, p)...)
+			}
+		}
+	case []any:
+		for i, item := range t {
+			probs = append(probs, sanitizeQuantities(item, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return probs
+}
+
 // supportedKinds is said in kind errors.
 const supportedKinds = "supported: v1 Pod, ConfigMap, Secret, PodList, List"
 
@@ -214,7 +269,28 @@ func (d *fileDecoder) strict(idx int, prefix string, jsonDoc []byte, out any, ki
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonDoc, out,
 		sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
 	if err != nil {
-		d.fail(idx, strings.TrimSuffix(prefix, "."), "decoding %s: %v", kind, err)
+		// A bad quantity stops the decoder without saying where: find every one (with its
+		// path), and decode again without them so that the rest is still checked.
+		var generic any
+		if json.Unmarshal(jsonDoc, &generic) == nil {
+			if probs := sanitizeQuantities(generic, ""); len(probs) > 0 {
+				if fixed, merr := json.Marshal(generic); merr == nil {
+					if strictErrs, err = sigsjson.UnmarshalStrict(fixed, out,
+						sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields); err == nil {
+						for _, p := range probs {
+							d.fail(idx, prefix+p.Field, "%s", p.Message)
+						}
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		field := strings.TrimSuffix(prefix, ".")
+		if m := typeErrorField.FindStringSubmatch(err.Error()); m != nil {
+			field = prefix + m[1]
+		}
+		d.fail(idx, field, "decoding %s: %v", kind, err)
 		return false
 	}
 	for _, se := range strictErrs {

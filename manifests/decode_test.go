@@ -102,7 +102,7 @@ func TestDecodeFileProblems(t *testing.T) {
 		{"duplicate field", strings.Replace(pod("a"), "kind: Pod", "kind: Pod\nkind: Pod", 1),
 			[]string{"doc 0: invalid YAML: yaml: unmarshal errors:\n  line 3: key \"kind\" already set in map"}},
 		{"wrong type", strings.Replace(pod("a"), "image: busybox:1.36", "image: [1]", 1),
-			[]string{"doc 0: decoding Pod: json: cannot unmarshal array into Go struct field Container.spec.containers.image of type string"}},
+			[]string{"doc 0: spec.containers.image: decoding Pod: json: cannot unmarshal array into Go struct field Container.spec.containers.image of type string"}},
 		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n",
 			[]string{"doc 0: spec.containers: Required value: at least one container is required"}},
 		{"missing name and image", "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec:\n  containers:\n  - {}\n",
