@@ -28,16 +28,23 @@ const (
 // DirSource is a Source reading static-pod manifests from one directory.
 //
 // It reads the regular files (symlinks followed) directly in the directory
-// whose names end in .yaml, .yml or .json and do not start with a dot;
-// everything else is listed in Snapshot.Ignored. The directory is watched
+// whose names end in .yaml, .yml or .json and do not start with a dot (see
+// IgnoreReason); everything else, subdirectories included, is listed in
+// Snapshot.Ignored with the reason, logged once. An entry with a manifest name
+// that is not a regular file (FIFO, socket, device, dangling symlink, symlink
+// loop) is a file error and is never opened. The directory is watched
 // with fsnotify and also re-listed every resync period; changes are acted
 // on only once events have been quiet for the debounce period, so a save
 // is one change and a half-written file is not read. A missing directory
 // gives an empty snapshot and is picked up once it appears (through a
 // watch on its parent, or the next resync).
 //
-// A file that decoded fine before and now fails keeps its last good pods,
-// reported with FileError.KeptLastGood. A deleted file removes its pods.
+// A file that decoded fine before and now fails (or is emptied) keeps its
+// last good objects, reported with FileError.KeptLastGood, and its pods carry
+// manifests.AnnotationManifestError. A deleted file removes its objects. A file
+// rejected from the start (as after an agent restart) lists the pods it seems
+// to declare in Snapshot.Held. The directory and every manifest are checked for
+// writers other than root at every scan (see WithStrictPermissions).
 type DirSource struct {
 	dir      string
 	nodeName string
