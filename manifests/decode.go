@@ -10,9 +10,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -20,124 +25,305 @@ import (
 // MaxFileSize is the largest manifest file DecodeFile accepts, in bytes.
 const MaxFileSize = 10 << 20
 
-// DecodeFile parses one manifest file's content. path is used for identity and messages only.
-// It returns every Pod in the file (multi-document YAML separated by ---, or a single JSON object),
-// each with defaults applied and static-pod identity set. Empty documents are skipped.
-// On any problem it returns a *FileError listing EVERY problem of the file (each with document index
-// and a field path where known) and no pods (a file is all or nothing).
+// Objects is everything one manifest file declares.
+type Objects struct {
+	Pods       []*corev1.Pod       `json:"pods,omitempty"`
+	ConfigMaps []*corev1.ConfigMap `json:"configMaps,omitempty"`
+	Secrets    []*corev1.Secret    `json:"secrets,omitempty"`
+}
+
+// Len is the number of objects.
+func (o *Objects) Len() int { return len(o.Pods) + len(o.ConfigMaps) + len(o.Secrets) }
+
+// DecodeFile parses one manifest file's content and returns its Pods only (see Decode).
 func DecodeFile(path string, data []byte, nodeName string) ([]*corev1.Pod, error) {
+	objs, err := Decode(path, data, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	return objs.Pods, nil
+}
+
+// Decode parses one manifest file's content. path is used for identity and messages only.
+// A file is multi-document YAML separated by ---, or a single JSON object; each document is a
+// v1 Pod, ConfigMap or Secret, or a v1 PodList/List of them. Every object is strictly decoded,
+// defaulted and validated; pods get their static-pod identity. Empty documents are skipped.
+// On any problem it returns a *FileError listing EVERY problem of the file (each with document
+// index and a field path where known) and no objects (a file is all or nothing).
+func Decode(path string, data []byte, nodeName string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, &FileError{Path: path, Problems: []Problem{{
 			Doc:     FileDoc,
 			Message: fmt.Sprintf("file exceeds the size limit of %d bytes", MaxFileSize),
 		}}}
 	}
-
-	var (
-		pods     []*corev1.Pod
-		problems []Problem
-		seen     = map[string]int{} // namespace/name -> doc index
-	)
+	d := &fileDecoder{path: path, node: nodeName, objs: &Objects{}, seen: map[string]int{}}
 	for i, doc := range splitDocuments(data) {
-		pod, probs := decodeDocument(i, doc, path, nodeName)
-		problems = append(problems, probs...)
-		if pod == nil {
-			continue
-		}
-		key := pod.Namespace + "/" + pod.Name
-		if first, dup := seen[key]; dup {
-			problems = append(problems, Problem{Doc: i, Field: "metadata.name",
-				Message: fmt.Sprintf("pod %s is already defined in doc %d", key, first)})
-			continue
-		}
-		seen[key] = i
-		pods = append(pods, pod)
+		d.document(i, doc)
 	}
-	if len(problems) > 0 {
-		return nil, &FileError{Path: path, Problems: problems}
+	if len(d.problems) > 0 {
+		return nil, &FileError{Path: path, Problems: d.problems}
 	}
-	return pods, nil
+	return d.objs, nil
 }
 
-// decodeDocument decodes, defaults, validates and identifies document
-// number idx. It returns (nil, nil) for an empty document, (pod, nil) for a
-// good one and (nil, problems) otherwise.
-func decodeDocument(idx int, doc []byte, path, nodeName string) (*corev1.Pod, []Problem) {
-	fail := func(format string, args ...any) (*corev1.Pod, []Problem) {
-		return nil, []Problem{{Doc: idx, Message: fmt.Sprintf(format, args...)}}
-	}
+// fileDecoder collects the objects and problems of one file.
+type fileDecoder struct {
+	path, node string
+	objs       *Objects
+	problems   []Problem
+	seen       map[string]int // kind namespace/name -> doc index
+}
 
+func (d *fileDecoder) fail(idx int, field, format string, args ...any) {
+	d.problems = append(d.problems, Problem{Doc: idx, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// document decodes document number idx.
+func (d *fileDecoder) document(idx int, doc []byte) {
 	jsonDoc, err := toJSON(doc)
 	if err != nil {
-		return fail("%v", err)
+		d.fail(idx, "", "%v", err)
+		return
 	}
 	if jsonDoc == nil {
-		return nil, nil // empty document
+		return // empty document
 	}
+	d.object(idx, "", jsonDoc, false)
+}
 
+// object decodes one object (a document, or an item of a list whose field path prefix is
+// prefix). inPodList lets the item omit apiVersion and kind.
+func (d *fileDecoder) object(idx int, prefix string, jsonDoc []byte, inPodList bool) {
 	// The normalised form (generic map re-marshalled with sorted keys) is
 	// what the UID is computed from.
 	var generic any
 	dec := json.NewDecoder(bytes.NewReader(jsonDoc))
 	dec.UseNumber() // keep numbers exactly as written
 	if err := dec.Decode(&generic); err != nil {
-		return fail("invalid JSON: %v", err)
+		d.fail(idx, prefix, "invalid JSON: %v", err)
+		return
 	}
 	if dec.More() {
-		return fail("invalid JSON: unexpected data after the top-level object")
+		d.fail(idx, prefix, "invalid JSON: unexpected data after the top-level object")
+		return
 	}
 	obj, ok := generic.(map[string]any)
 	if !ok {
-		return fail("document is not an object")
+		if prefix != "" {
+			d.fail(idx, strings.TrimSuffix(prefix, "."), "list item is not an object")
+			return
+		}
+		d.fail(idx, "", "document is not an object")
+		return
 	}
 	normalized, err := json.Marshal(obj)
 	if err != nil {
-		return fail("normalising document: %v", err)
+		d.fail(idx, prefix, "normalising document: %v", err)
+		return
 	}
-
-	if probs := checkKind(idx, obj); len(probs) > 0 {
-		return nil, probs
+	kind, _ := obj["kind"].(string)
+	apiVersion, _ := obj["apiVersion"].(string)
+	if inPodList && kind == "" && apiVersion == "" {
+		kind, apiVersion = "Pod", "v1"
 	}
+	switch {
+	case kind == "":
+		d.fail(idx, prefix+"kind", "kind is required (%s)", supportedKinds)
+		return
+	case apiVersion == "":
+		d.fail(idx, prefix+"apiVersion", "apiVersion is required (%s)", supportedKinds)
+		return
+	case apiVersion != "v1" || !slices.Contains([]string{"Pod", "ConfigMap", "Secret", "PodList", "List"}, kind) ||
+		(inPodList && kind != "Pod") || (prefix != "" && (kind == "List" || kind == "PodList")):
+		supported := supportedKinds
+		switch {
+		case inPodList:
+			supported = "a PodList holds v1 Pods only"
+		case prefix != "":
+			supported = "a List holds v1 Pods, ConfigMaps and Secrets"
+		}
+		d.fail(idx, strings.TrimSuffix(prefix, "."), "kind %s is not supported (%s)", describeKind(apiVersion, kind), supported)
+		return
+	}
+	mark := len(d.problems)
+	switch kind {
+	case "Pod":
+		var pod corev1.Pod
+		if !d.strict(idx, prefix, jsonDoc, &pod, "Pod") {
+			return
+		}
+		applyDefaults(&pod)
+		if !d.validated(idx, prefix, validatePod(&pod, d.node), mark) {
+			return
+		}
+		setIdentity(&pod, d.node, d.path, PodUID(d.node, d.path, normalized))
+		if d.unique(idx, prefix, "pod", pod.Namespace+"/"+pod.Name) {
+			d.objs.Pods = append(d.objs.Pods, &pod)
+		}
+	case "ConfigMap":
+		var cm corev1.ConfigMap
+		if !d.strict(idx, prefix, jsonDoc, &cm, "ConfigMap") {
+			return
+		}
+		if cm.Namespace == "" {
+			cm.Namespace = corev1.NamespaceDefault
+		}
+		if !d.validated(idx, prefix, validateConfigMap(&cm), mark) {
+			return
+		}
+		setConfigIdentity(&cm.ObjectMeta, d.path)
+		if d.unique(idx, prefix, "configmap", cm.Namespace+"/"+cm.Name) {
+			d.objs.ConfigMaps = append(d.objs.ConfigMaps, &cm)
+		}
+	case "Secret":
+		var s corev1.Secret
+		if !d.strict(idx, prefix, jsonDoc, &s, "Secret") {
+			return
+		}
+		defaultSecret(&s)
+		if !d.validated(idx, prefix, validateSecret(&s), mark) {
+			return
+		}
+		setConfigIdentity(&s.ObjectMeta, d.path)
+		if d.unique(idx, prefix, "secret", s.Namespace+"/"+s.Name) {
+			d.objs.Secrets = append(d.objs.Secrets, &s)
+		}
+	case "PodList", "List":
+		var list listDocument
+		if !d.strict(idx, prefix, jsonDoc, &list, kind) || len(d.problems) > mark {
+			return
+		}
+		for i, item := range list.Items {
+			d.object(idx, fmt.Sprintf("%sitems[%d].", prefix, i), item, kind == "PodList")
+		}
+	}
+}
 
-	var pod corev1.Pod
-	strictErrs, err := sigsjson.UnmarshalStrict(jsonDoc, &pod,
+// typeErrorField finds the field path in a JSON type error ("... into Go struct field
+// Container.spec.containers.image of type string").
+var typeErrorField = regexp.MustCompile(`into Go struct field \w+\.(\S+) of type`)
+
+// sanitizeQuantities replaces every unparsable resource quantity in a generic document (under
+// resources.limits/requests, overhead, emptyDir.sizeLimit) by "0" and returns a problem for each,
+// with its field path below path.
+func sanitizeQuantities(v any, path string) []Problem {
+	var probs []Problem
+	check := func(m map[string]any, key, p string) {
+		var s string
+		switch q := m[key].(type) {
+		case string:
+			s = q
+		case float64:
+			return // a plain number is a valid quantity
+		default:
+			s = fmt.Sprint(q)
+		}
+		if _, err := resource.ParseQuantity(s); err != nil {
+			probs = append(probs, Problem{Field: p, Message: fmt.Sprintf("Invalid value: %q: %v", s, err)})
+			m[key] = "0"
+		}
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			child := t[k]
+			switch {
+			case k == "sizeLimit" && strings.HasSuffix(path, "emptyDir"):
+				check(t, k, p)
+			case (k == "limits" || k == "requests") && strings.HasSuffix(path, "resources"), k == "overhead" && path == "spec":
+				if m, ok := child.(map[string]any); ok {
+					for _, name := range sortedKeys(m) {
+						check(m, name, p+"["+name+"]")
+					}
+				}
+			default:
+				probs = append(probs, sanitizeQuantities(child, p)...)
+			}
+		}
+	case []any:
+		for i, item := range t {
+			probs = append(probs, sanitizeQuantities(item, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return probs
+}
+
+// supportedKinds is said in kind errors.
+const supportedKinds = "supported: v1 Pod, ConfigMap, Secret, PodList, List"
+
+// listDocument is a v1 List or PodList with its items kept raw.
+type listDocument struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []json.RawMessage `json:"items"`
+}
+
+// strict decodes jsonDoc into out, rejecting unknown and duplicate fields; it records the
+// problems and reports whether out was decoded at all (it was, if only strict problems occurred).
+func (d *fileDecoder) strict(idx int, prefix string, jsonDoc []byte, out any, kind string) bool {
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonDoc, out,
 		sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
 	if err != nil {
-		return fail("decoding Pod: %v", err)
+		// A bad quantity stops the decoder without saying where: find every one (with its
+		// path), and decode again without them so that the rest is still checked.
+		var generic any
+		if json.Unmarshal(jsonDoc, &generic) == nil {
+			if probs := sanitizeQuantities(generic, ""); len(probs) > 0 {
+				if fixed, merr := json.Marshal(generic); merr == nil {
+					if strictErrs, err = sigsjson.UnmarshalStrict(fixed, out,
+						sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields); err == nil {
+						for _, p := range probs {
+							d.fail(idx, prefix+p.Field, "%s", p.Message)
+						}
+					}
+				}
+			}
+		}
 	}
-	var problems []Problem
+	if err != nil {
+		field := strings.TrimSuffix(prefix, ".")
+		if m := typeErrorField.FindStringSubmatch(err.Error()); m != nil {
+			field = prefix + m[1]
+		}
+		d.fail(idx, field, "decoding %s: %v", kind, err)
+		return false
+	}
 	for _, se := range strictErrs {
 		p := Problem{Doc: idx, Message: se.Error()}
 		if fe, ok := se.(sigsjson.FieldError); ok {
-			p.Field = fe.FieldPath()
+			p.Field = prefix + fe.FieldPath()
+			if prefix != "" {
+				p.Message = strings.Replace(p.Message, `"`+fe.FieldPath()+`"`, `"`+p.Field+`"`, 1)
+			}
 		}
-		problems = append(problems, p)
+		d.problems = append(d.problems, p)
 	}
-
-	applyDefaults(&pod)
-	for _, fe := range validatePod(&pod, nodeName) {
-		problems = append(problems, Problem{Doc: idx, Field: fe.Field, Message: fe.ErrorBody()})
-	}
-	if len(problems) > 0 {
-		return nil, problems
-	}
-	setIdentity(&pod, nodeName, path, PodUID(nodeName, path, normalized))
-	return &pod, nil
+	return true // unknown fields are reported, and validation still runs to report the rest
 }
 
-// checkKind reports a problem unless the object is a v1 Pod.
-func checkKind(idx int, obj map[string]any) []Problem {
-	kind, _ := obj["kind"].(string)
-	apiVersion, _ := obj["apiVersion"].(string)
-	switch {
-	case kind == "":
-		return []Problem{{Doc: idx, Field: "kind", Message: "kind is required (only v1 Pod is supported)"}}
-	case apiVersion == "":
-		return []Problem{{Doc: idx, Field: "apiVersion", Message: "apiVersion is required (only v1 Pod is supported)"}}
-	case kind != "Pod" || apiVersion != "v1":
-		return []Problem{{Doc: idx, Message: fmt.Sprintf("kind %s is not supported (only v1 Pod)", describeKind(apiVersion, kind))}}
+// validated records validation errors (field paths under prefix) and reports whether the object
+// has no problem at all (neither strict decoding nor validation ones), counting from mark.
+func (d *fileDecoder) validated(idx int, prefix string, errs field.ErrorList, mark int) bool {
+	for _, fe := range errs {
+		d.problems = append(d.problems, Problem{Doc: idx, Field: prefix + fe.Field, Message: fe.ErrorBody()})
 	}
-	return nil
+	return len(d.problems) == mark
+}
+
+// unique reports whether kind key is new in the file, recording a problem otherwise.
+func (d *fileDecoder) unique(idx int, prefix, kind, key string) bool {
+	k := kind + " " + key
+	if first, dup := d.seen[k]; dup {
+		d.fail(idx, prefix+"metadata.name", "%s %s is already defined in doc %d", kind, key, first)
+		return false
+	}
+	d.seen[k] = idx
+	return true
 }
 
 // describeKind names a kind the way a user wrote it: "ConfigMap", or

@@ -88,21 +88,21 @@ func TestDecodeFileProblems(t *testing.T) {
 		data string
 		want []string // Problem.String() of every problem, in order
 	}{
-		{"wrong kind in multi doc", pod("a") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
-			[]string{"doc 1: kind ConfigMap is not supported (only v1 Pod)"}},
+		{"wrong kind in multi doc", pod("a") + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n",
+			[]string{"doc 1: kind Service is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"wrong apiVersion", strings.Replace(pod("a"), "apiVersion: v1", "apiVersion: apps/v1", 1),
-			[]string{"doc 0: kind apps/v1 Pod is not supported (only v1 Pod)"}},
+			[]string{"doc 0: kind apps/v1 Pod is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"no kind", "apiVersion: v1\nmetadata:\n  name: a\n",
-			[]string{"doc 0: kind: kind is required (only v1 Pod is supported)"}},
+			[]string{"doc 0: kind: kind is required (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"no apiVersion", "kind: Pod\nmetadata:\n  name: a\n",
-			[]string{"doc 0: apiVersion: apiVersion is required (only v1 Pod is supported)"}},
+			[]string{"doc 0: apiVersion: apiVersion is required (supported: v1 Pod, ConfigMap, Secret, PodList, List)"}},
 		{"not an object", "- a\n- b\n", []string{"doc 0: document is not an object"}},
 		{"unknown field", pod("a") + "    imagePolicy: Always\n",
 			[]string{`doc 0: spec.containers[0].imagePolicy: unknown field "spec.containers[0].imagePolicy"`}},
 		{"duplicate field", strings.Replace(pod("a"), "kind: Pod", "kind: Pod\nkind: Pod", 1),
 			[]string{"doc 0: invalid YAML: yaml: unmarshal errors:\n  line 3: key \"kind\" already set in map"}},
 		{"wrong type", strings.Replace(pod("a"), "image: busybox:1.36", "image: [1]", 1),
-			[]string{"doc 0: decoding Pod: json: cannot unmarshal array into Go struct field Container.spec.containers.image of type string"}},
+			[]string{"doc 0: spec.containers.image: decoding Pod: json: cannot unmarshal array into Go struct field Container.spec.containers.image of type string"}},
 		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n",
 			[]string{"doc 0: spec.containers: Required value: at least one container is required"}},
 		{"missing name and image", "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec:\n  containers:\n  - {}\n",
@@ -196,7 +196,7 @@ spec:
 		}
 	}
 	msg := fe.Error()
-	for _, s := range []string{"/etc/pods/x.yaml: doc 0: ", "; doc 1: kind Service is not supported (only v1 Pod)", "; doc 3: spec.containers[0].image: Required value"} {
+	for _, s := range []string{"/etc/pods/x.yaml: doc 0: ", "; doc 1: kind Service is not supported (supported: v1 Pod, ConfigMap, Secret, PodList, List)", "; doc 3: spec.containers[0].image: Required value"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("Error() = %q, missing %q", msg, s)
 		}
@@ -424,17 +424,29 @@ func TestSplitDocuments(t *testing.T) {
 	}
 }
 
+// FuzzDecodeFile feeds the decoder arbitrary bytes: it must never panic, and it must return
+// either well-formed objects or a *FileError with problems. The seed corpus is
+// testdata/fuzz/FuzzDecodeFile (kinds, lists, hostile YAML) plus the testdata manifests.
 func FuzzDecodeFile(f *testing.F) {
 	f.Add([]byte(pod("a")), "node1")
 	f.Add([]byte(pod("a")+"---\n"+pod("b")), "n")
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x","ports":[{"containerPort":1}]}]}}`), "node1")
 	f.Add([]byte("---\n--- x\n{\n- [\n"), "")
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nspec: {containers: [{}], initContainers: [{}]}\n"), "UPPER")
+	for _, glob := range []string{"testdata/*.yaml", "testdata/cases/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, in := range files {
+			if data, err := os.ReadFile(in); err == nil {
+				f.Add(data, "node1")
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte, nodeName string) {
-		pods, err := DecodeFile("/f.yaml", data, nodeName)
+		_ = SalvagePodNames(data, nodeName) // never panics either
+		objs, err := Decode("/f.yaml", data, nodeName)
 		if err != nil {
-			if pods != nil {
-				t.Fatal("pods returned with an error")
+			if objs != nil {
+				t.Fatal("objects returned with an error")
 			}
 			fe, ok := err.(*FileError)
 			if !ok || len(fe.Problems) == 0 {
@@ -443,9 +455,29 @@ func FuzzDecodeFile(f *testing.F) {
 			_ = fe.Error()
 			return
 		}
-		for _, p := range pods {
-			if p.UID == "" || p.Spec.NodeName != nodeName || len(p.Spec.Containers) == 0 {
+		for _, p := range objs.Pods {
+			if p.UID == "" || p.Spec.NodeName != nodeName || len(p.Spec.Containers) == 0 || p.Annotations[AnnotationConfigHash] != string(p.UID) {
 				t.Fatalf("bad pod %+v", p)
+			}
+		}
+		for _, cm := range objs.ConfigMaps {
+			if cm.Name == "" || cm.Namespace == "" {
+				t.Fatalf("bad configmap %+v", cm)
+			}
+		}
+		for _, s := range objs.Secrets {
+			if s.Name == "" || s.StringData != nil {
+				t.Fatalf("bad secret %+v", s)
+			}
+		}
+		// Decoding is deterministic: the same input gives the same UIDs.
+		again, err := Decode("/f.yaml", data, nodeName)
+		if err != nil || len(again.Pods) != len(objs.Pods) {
+			t.Fatalf("second decode differs: %v", err)
+		}
+		for i := range again.Pods {
+			if again.Pods[i].UID != objs.Pods[i].UID {
+				t.Fatal("UID is not deterministic")
 			}
 		}
 	})

@@ -10,6 +10,15 @@ import (
 const (
 	defaultTerminationGracePeriod = int64(30)
 	defaultSchedulerName          = "default-scheduler"
+	defaultVolumeMode             = int32(0o644) // ConfigMap, Secret, projected, downwardAPI volumes
+
+	probeTimeoutSeconds    = 1
+	probePeriodSeconds     = 10
+	probeSuccessThreshold  = 1
+	probeFailureThreshold  = 3
+	defaultEnableSvcLinks  = true
+	defaultHTTPPath        = "/"
+	defaultFieldAPIVersion = "v1"
 )
 
 // applyDefaults fills in the fields the API server would default.
@@ -28,16 +37,26 @@ func applyDefaults(pod *corev1.Pod) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = defaultSchedulerName
 	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if spec.EnableServiceLinks == nil {
+		v := defaultEnableSvcLinks
+		spec.EnableServiceLinks = &v
+	}
 	for i := range spec.InitContainers {
-		defaultContainer(&spec.InitContainers[i])
+		defaultContainer(&spec.InitContainers[i], spec.HostNetwork)
 	}
 	for i := range spec.Containers {
-		defaultContainer(&spec.Containers[i])
+		defaultContainer(&spec.Containers[i], spec.HostNetwork)
+	}
+	for i := range spec.Volumes {
+		defaultVolume(&spec.Volumes[i])
 	}
 }
 
 // defaultContainer fills in one container's defaults.
-func defaultContainer(c *corev1.Container) {
+func defaultContainer(c *corev1.Container, hostNetwork bool) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
@@ -47,10 +66,103 @@ func defaultContainer(c *corev1.Container) {
 	if c.TerminationMessagePolicy == "" {
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 	}
-	defaultProbes(c)
 	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
+		p := &c.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if hostNetwork && p.HostPort == 0 {
+			p.HostPort = p.ContainerPort // as the API server does for hostNetwork pods
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+	if c.Lifecycle != nil {
+		for _, h := range []*corev1.LifecycleHandler{c.Lifecycle.PostStart, c.Lifecycle.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
+	for i := range c.Env {
+		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+			vf.FieldRef.APIVersion = defaultFieldAPIVersion
+		}
+	}
+	// Requests default to limits for each resource with a limit and no request.
+	if len(c.Resources.Limits) > 0 {
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		for name, q := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[name]; !ok {
+				c.Resources.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = probeTimeoutSeconds
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = probePeriodSeconds
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = probeSuccessThreshold
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = probeFailureThreshold
+	}
+	defaultHTTPGet(p.HTTPGet)
+	if p.GRPC != nil && p.GRPC.Service == nil {
+		s := ""
+		p.GRPC.Service = &s
+	}
+}
+
+func defaultHTTPGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = defaultHTTPPath
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+func defaultVolume(v *corev1.Volume) {
+	mode := func(m **int32) {
+		if *m == nil {
+			d := defaultVolumeMode
+			*m = &d
+		}
+	}
+	switch {
+	case v.ConfigMap != nil:
+		mode(&v.ConfigMap.DefaultMode)
+	case v.Secret != nil:
+		mode(&v.Secret.DefaultMode)
+	case v.Projected != nil:
+		mode(&v.Projected.DefaultMode)
+	case v.DownwardAPI != nil:
+		mode(&v.DownwardAPI.DefaultMode)
+		for i := range v.DownwardAPI.Items {
+			if f := v.DownwardAPI.Items[i].FieldRef; f != nil && f.APIVersion == "" {
+				f.APIVersion = defaultFieldAPIVersion
+			}
+		}
+	case v.HostPath != nil:
+		if v.HostPath.Type == nil {
+			t := corev1.HostPathUnset
+			v.HostPath.Type = &t
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -51,6 +52,7 @@ func PodUID(nodeName, path string, normalizedDoc []byte) types.UID {
 // toleration.
 func setIdentity(pod *corev1.Pod, nodeName, path string, uid types.UID) {
 	original := pod.Name
+	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"} // also for PodList items that omit it
 	pod.Name = StaticPodName(original, nodeName)
 	if pod.Namespace == "" {
 		pod.Namespace = corev1.NamespaceDefault

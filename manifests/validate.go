@@ -2,9 +2,13 @@ package manifests
 
 import (
 	"fmt"
+	"path"
+	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -14,11 +18,24 @@ var (
 	supportedRestartPolicies = []corev1.RestartPolicy{
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever,
 	}
-	supportedProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	supportedProtocols    = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	supportedDNSPolicies  = []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
+	supportedPullPolicies = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
+	supportedTermPolicies = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
+	supportedSchemes      = []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS}
+	supportedFieldPaths   = []string{
+		"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+		"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+	}
+	supportedResourceFields = []string{
+		"limits.cpu", "limits.memory", "limits.ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+	}
+	supportedSeccomp = []corev1.SeccompProfileType{corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined, corev1.SeccompProfileTypeLocalhost}
 )
 
-// validatePod checks a defaulted pod (before identity is set) and returns
-// every problem found. nodeName is needed to check the full static name.
+// validatePod checks a defaulted pod (before identity is set) as the API server would, for what
+// podkeeper runs, and returns every problem found. nodeName is needed to check the full static
+// name.
 func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
@@ -45,34 +62,202 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			errs = append(errs, field.Invalid(meta.Child("namespace"), pod.Namespace, m))
 		}
 	}
+	for k := range pod.Labels {
+		for _, m := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, m))
+		}
+		for _, m := range validation.IsValidLabelValue(pod.Labels[k]) {
+			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], m))
+		}
+	}
+	for k := range pod.Annotations {
+		for _, m := range validation.IsQualifiedName(strings.ToLower(k)) {
+			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, m))
+		}
+	}
 
 	spec := field.NewPath("spec")
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), "at least one container is required"))
 	}
+	vols, volErrs := validateVolumes(pod.Spec.Volumes, spec.Child("volumes"))
+	errs = append(errs, volErrs...)
 	names := sets.New[string]()
 	for i := range pod.Spec.InitContainers {
-		errs = append(errs, validateContainer(&pod.Spec.InitContainers[i], spec.Child("initContainers").Index(i), names)...)
+		c := &pod.Spec.InitContainers[i]
+		p := spec.Child("initContainers").Index(i)
+		errs = append(errs, validateContainer(c, p, names, vols, &pod.Spec)...)
+		if c.RestartPolicy != nil && *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
+		}
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		if !sidecar {
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}, {"lifecycle", c.Lifecycle != nil}} {
+				if f.set {
+					errs = append(errs, field.Forbidden(p.Child(f.name), "may not be set for init containers without restartPolicy=Always"))
+				}
+			}
+		}
 	}
 	for i := range pod.Spec.Containers {
-		errs = append(errs, validateContainer(&pod.Spec.Containers[i], spec.Child("containers").Index(i), names)...)
+		c := &pod.Spec.Containers[i]
+		p := spec.Child("containers").Index(i)
+		errs = append(errs, validateContainer(c, p, names, vols, &pod.Spec)...)
+		if c.RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
+		}
 	}
 	errs = append(errs, validatePodProbes(pod, spec)...)
 
 	if !slices.Contains(supportedRestartPolicies, pod.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy, supportedRestartPolicies))
 	}
+	if !slices.Contains(supportedDNSPolicies, pod.Spec.DNSPolicy) {
+		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), pod.Spec.DNSPolicy, supportedDNSPolicies))
+	}
+	if pod.Spec.DNSPolicy == corev1.DNSNone && (pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) == 0) {
+		errs = append(errs, field.Required(spec.Child("dnsConfig").Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+	}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d < 1 {
+		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *d, "must be between 1 and 2147483647, inclusive"))
+	}
+	if h := pod.Spec.Hostname; h != "" {
+		for _, m := range validation.IsDNS1123Label(h) {
+			errs = append(errs, field.Invalid(spec.Child("hostname"), h, m))
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		sp := spec.Child("securityContext")
+		errs = append(errs, nonNegativeID(sp.Child("runAsUser"), sc.RunAsUser)...)
+		errs = append(errs, nonNegativeID(sp.Child("runAsGroup"), sc.RunAsGroup)...)
+		errs = append(errs, nonNegativeID(sp.Child("fsGroup"), sc.FSGroup)...)
+		for i, g := range sc.SupplementalGroups {
+			errs = append(errs, nonNegativeID(sp.Child("supplementalGroups").Index(i), &g)...)
+		}
+		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
+		for i, s := range sc.Sysctls {
+			if s.Name == "" {
+				errs = append(errs, field.Required(sp.Child("sysctls").Index(i).Child("name"), ""))
+			}
+		}
 	}
 	return errs
 }
 
+// validateVolumes checks names (unique DNS-1123 labels) and that each volume has exactly one
+// source, and returns the names.
+func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i := range vols {
+		v := &vols[i]
+		vp := p.Index(i)
+		switch {
+		case v.Name == "":
+			errs = append(errs, field.Required(vp.Child("name"), ""))
+		case names.Has(v.Name):
+			errs = append(errs, field.Duplicate(vp.Child("name"), v.Name))
+		default:
+			for _, m := range validation.IsDNS1123Label(v.Name) {
+				errs = append(errs, field.Invalid(vp.Child("name"), v.Name, m))
+			}
+		}
+		names.Insert(v.Name)
+		n := 0
+		rv := reflect.ValueOf(v.VolumeSource)
+		for j := 0; j < rv.NumField(); j++ {
+			if !rv.Field(j).IsNil() {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+			errs = append(errs, field.Required(vp, "must specify a volume type"))
+		case n > 1:
+			errs = append(errs, field.Forbidden(vp, "may not specify more than 1 volume type"))
+		}
+		switch {
+		case v.HostPath != nil:
+			hp := vp.Child("hostPath")
+			if v.HostPath.Path == "" {
+				errs = append(errs, field.Required(hp.Child("path"), ""))
+			} else if slices.Contains(strings.Split(v.HostPath.Path, "/"), "..") {
+				errs = append(errs, field.Invalid(hp.Child("path"), v.HostPath.Path, "must not contain '..'"))
+			}
+			types := []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+				corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev}
+			if t := v.HostPath.Type; t != nil && !slices.Contains(types, *t) {
+				errs = append(errs, field.NotSupported(hp.Child("type"), *t, types))
+			}
+		case v.EmptyDir != nil:
+			if m := v.EmptyDir.Medium; m != corev1.StorageMediumDefault && m != corev1.StorageMediumMemory && !strings.HasPrefix(string(m), "HugePages") {
+				errs = append(errs, field.NotSupported(vp.Child("emptyDir").Child("medium"), m, []corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
+			}
+			if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() < 0 {
+				errs = append(errs, field.Invalid(vp.Child("emptyDir").Child("sizeLimit"), l.String(), "must be greater than or equal to 0"))
+			}
+		case v.ConfigMap != nil:
+			cp := vp.Child("configMap")
+			if v.ConfigMap.Name == "" {
+				errs = append(errs, field.Required(cp.Child("name"), ""))
+			}
+			errs = append(errs, validateMode(cp.Child("defaultMode"), v.ConfigMap.DefaultMode)...)
+			errs = append(errs, validateItems(cp.Child("items"), v.ConfigMap.Items)...)
+		case v.Secret != nil:
+			sp := vp.Child("secret")
+			if v.Secret.SecretName == "" {
+				errs = append(errs, field.Required(sp.Child("secretName"), ""))
+			}
+			errs = append(errs, validateMode(sp.Child("defaultMode"), v.Secret.DefaultMode)...)
+			errs = append(errs, validateItems(sp.Child("items"), v.Secret.Items)...)
+		}
+	}
+	return names, errs
+}
+
+func validateItems(p *field.Path, items []corev1.KeyToPath) field.ErrorList {
+	var errs field.ErrorList
+	for i, it := range items {
+		ip := p.Index(i)
+		if it.Key == "" {
+			errs = append(errs, field.Required(ip.Child("key"), ""))
+		}
+		errs = append(errs, validateRelativePath(ip.Child("path"), it.Path)...)
+		errs = append(errs, validateMode(ip.Child("mode"), it.Mode)...)
+	}
+	return errs
+}
+
+func validateMode(p *field.Path, m *int32) field.ErrorList {
+	if m != nil && (*m < 0 || *m > 0o777) {
+		return field.ErrorList{field.Invalid(p, *m, "must be a number between 0 and 0777 (octal), both inclusive")}
+	}
+	return nil
+}
+
+func validateRelativePath(p *field.Path, s string) field.ErrorList {
+	switch {
+	case s == "":
+		return field.ErrorList{field.Required(p, "")}
+	case path.IsAbs(s):
+		return field.ErrorList{field.Invalid(p, s, "must be a relative path")}
+	case slices.Contains(strings.Split(s, "/"), ".."):
+		return field.ErrorList{field.Invalid(p, s, "must not contain '..'")}
+	}
+	return nil
+}
+
 // validateContainer checks one container; names collects the container
 // names seen so far in the pod (init and app containers share one space).
-func validateContainer(c *corev1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {
+func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string], vols sets.Set[string], spec *corev1.PodSpec) field.ErrorList {
 	var errs field.ErrorList
-	name := path.Child("name")
+	name := p.Child("name")
 	switch {
 	case c.Name == "":
 		errs = append(errs, field.Required(name, ""))
@@ -86,21 +271,376 @@ func validateContainer(c *corev1.Container, path *field.Path, names sets.Set[str
 	names.Insert(c.Name)
 
 	if c.Image == "" {
-		errs = append(errs, field.Required(path.Child("image"), ""))
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	} else if strings.TrimSpace(c.Image) != c.Image {
+		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
-	for i, p := range c.Ports {
-		pp := path.Child("ports").Index(i)
-		for _, m := range validation.IsValidPortNum(int(p.ContainerPort)) {
-			errs = append(errs, field.Invalid(pp.Child("containerPort"), p.ContainerPort, m))
+	if !slices.Contains(supportedPullPolicies, c.ImagePullPolicy) {
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, supportedPullPolicies))
+	}
+	if !slices.Contains(supportedTermPolicies, c.TerminationMessagePolicy) {
+		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, supportedTermPolicies))
+	}
+	portNames := sets.New[string]()
+	for i, port := range c.Ports {
+		pp := p.Child("ports").Index(i)
+		if port.Name != "" {
+			for _, m := range validation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(pp.Child("name"), port.Name, m))
+			}
+			if portNames.Has(port.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+			}
+			portNames.Insert(port.Name)
 		}
-		if p.HostPort != 0 {
-			for _, m := range validation.IsValidPortNum(int(p.HostPort)) {
-				errs = append(errs, field.Invalid(pp.Child("hostPort"), p.HostPort, m))
+		for _, m := range validation.IsValidPortNum(int(port.ContainerPort)) {
+			errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, m))
+		}
+		if port.HostPort != 0 {
+			for _, m := range validation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, m))
+			}
+			if spec.HostNetwork && port.HostPort != port.ContainerPort {
+				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, "must match `containerPort` when `hostNetwork` is true"))
 			}
 		}
-		if !slices.Contains(supportedProtocols, p.Protocol) {
-			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, supportedProtocols))
+		if !slices.Contains(supportedProtocols, port.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, supportedProtocols))
+		}
+	}
+	errs = append(errs, validateEnv(c, p)...)
+	errs = append(errs, validateMounts(c, p, vols)...)
+	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
+	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
+	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"), true)...)
+	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
+	if c.Lifecycle != nil {
+		lp := p.Child("lifecycle")
+		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PostStart, lp.Child("postStart"))...)
+		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PreStop, lp.Child("preStop"))...)
+	}
+	if sc := c.SecurityContext; sc != nil {
+		sp := p.Child("securityContext")
+		errs = append(errs, nonNegativeID(sp.Child("runAsUser"), sc.RunAsUser)...)
+		errs = append(errs, nonNegativeID(sp.Child("runAsGroup"), sc.RunAsGroup)...)
+		if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+			errs = append(errs, field.Invalid(sp, "", "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
+		}
+		if sc.Capabilities != nil && sc.Capabilities.Add != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+			for _, capName := range sc.Capabilities.Add {
+				if capName == "SYS_ADMIN" || capName == "CAP_SYS_ADMIN" {
+					errs = append(errs, field.Invalid(sp, "", "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
+				}
+			}
+		}
+		if pm := sc.ProcMount; pm != nil && *pm != corev1.DefaultProcMount && *pm != corev1.UnmaskedProcMount {
+			errs = append(errs, field.NotSupported(sp.Child("procMount"), *pm, []corev1.ProcMountType{corev1.DefaultProcMount, corev1.UnmaskedProcMount}))
+		}
+		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
+	}
+	return errs
+}
+
+// validateEnv checks env names and sources and envFrom.
+func validateEnv(c *corev1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range c.Env {
+		ep := p.Child("env").Index(i)
+		if e.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), ""))
+		} else {
+			for _, m := range validation.IsEnvVarName(e.Name) {
+				errs = append(errs, field.Invalid(ep.Child("name"), e.Name, m))
+			}
+		}
+		vf := e.ValueFrom
+		if vf == nil {
+			continue
+		}
+		vp := ep.Child("valueFrom")
+		n := 0
+		if vf.FieldRef != nil {
+			n++
+			fp := vp.Child("fieldRef")
+			if vf.FieldRef.APIVersion != "v1" {
+				errs = append(errs, field.NotSupported(fp.Child("apiVersion"), vf.FieldRef.APIVersion, []string{"v1"}))
+			}
+			fpath := vf.FieldRef.FieldPath
+			if !slices.Contains(supportedFieldPaths, fpath) && !strings.HasPrefix(fpath, "metadata.labels['") && !strings.HasPrefix(fpath, "metadata.annotations['") {
+				if fpath == "" {
+					errs = append(errs, field.Required(fp.Child("fieldPath"), ""))
+				} else {
+					errs = append(errs, field.NotSupported(fp.Child("fieldPath"), fpath, supportedFieldPaths))
+				}
+			}
+		}
+		if vf.ResourceFieldRef != nil {
+			n++
+			rp := vp.Child("resourceFieldRef")
+			if !slices.Contains(supportedResourceFields, vf.ResourceFieldRef.Resource) {
+				errs = append(errs, field.NotSupported(rp.Child("resource"), vf.ResourceFieldRef.Resource, supportedResourceFields))
+			}
+			if vf.ResourceFieldRef.ContainerName != "" && vf.ResourceFieldRef.ContainerName != c.Name {
+				errs = append(errs, field.Invalid(rp.Child("containerName"), vf.ResourceFieldRef.ContainerName, "podkeeper resolves resources of the container itself only"))
+			}
+		}
+		if r := vf.ConfigMapKeyRef; r != nil {
+			n++
+			errs = append(errs, validateKeyRef(vp.Child("configMapKeyRef"), r.Name, r.Key)...)
+		}
+		if r := vf.SecretKeyRef; r != nil {
+			n++
+			errs = append(errs, validateKeyRef(vp.Child("secretKeyRef"), r.Name, r.Key)...)
+		}
+		switch {
+		case n == 0:
+			errs = append(errs, field.Invalid(vp, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+		case n > 1:
+			errs = append(errs, field.Invalid(vp, "", "may not have more than one field specified at a time"))
+		}
+		if e.Value != "" {
+			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
+		}
+	}
+	for i, ef := range c.EnvFrom {
+		fp := p.Child("envFrom").Index(i)
+		if ef.Prefix != "" {
+			for _, m := range validation.IsEnvVarName(ef.Prefix) {
+				errs = append(errs, field.Invalid(fp.Child("prefix"), ef.Prefix, m))
+			}
+		}
+		n := 0
+		if ef.ConfigMapRef != nil {
+			n++
+			errs = append(errs, validateRefName(fp.Child("configMapRef").Child("name"), ef.ConfigMapRef.Name)...)
+		}
+		if ef.SecretRef != nil {
+			n++
+			errs = append(errs, validateRefName(fp.Child("secretRef").Child("name"), ef.SecretRef.Name)...)
+		}
+		switch {
+		case n == 0:
+			errs = append(errs, field.Invalid(fp, "", "must specify one of: `configMapRef` or `secretRef`"))
+		case n > 1:
+			errs = append(errs, field.Invalid(fp, "", "may not have more than one field specified at a time"))
 		}
 	}
 	return errs
+}
+
+func validateKeyRef(p *field.Path, name, key string) field.ErrorList {
+	errs := validateRefName(p.Child("name"), name)
+	if key == "" {
+		return append(errs, field.Required(p.Child("key"), ""))
+	}
+	for _, m := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(p.Child("key"), key, m))
+	}
+	return errs
+}
+
+func validateRefName(p *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	for _, m := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p, name, m))
+	}
+	return errs
+}
+
+// validateMounts checks volumeMounts: known volume, absolute unique mountPath, relative subPath.
+func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	paths := sets.New[string]()
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		switch {
+		case m.Name == "":
+			errs = append(errs, field.Required(mp.Child("name"), ""))
+		case !vols.Has(m.Name):
+			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+		}
+		switch {
+		case m.MountPath == "":
+			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
+		case paths.Has(m.MountPath):
+			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		paths.Insert(m.MountPath)
+		if m.SubPath != "" {
+			errs = append(errs, validateRelativePath(mp.Child("subPath"), m.SubPath)...)
+		}
+		if m.SubPath != "" && m.SubPathExpr != "" {
+			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
+		}
+	}
+	return errs
+}
+
+// validateResources checks resource names, non-negative quantities and requests <= limits.
+func validateResources(r corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(list corev1.ResourceList, lp *field.Path) {
+		for _, name := range sortedKeys(list) {
+			q := list[corev1.ResourceName(name)]
+			kp := lp.Key(name)
+			errs = append(errs, validateResourceName(kp, name)...)
+			if q.Sign() < 0 {
+				errs = append(errs, field.Invalid(kp, q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	check(r.Limits, p.Child("limits"))
+	check(r.Requests, p.Child("requests"))
+	for _, name := range sortedKeys(r.Requests) {
+		req := r.Requests[corev1.ResourceName(name)]
+		if lim, ok := r.Limits[corev1.ResourceName(name)]; ok && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(name), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
+func validateResourceName(p *field.Path, name string) field.ErrorList {
+	switch {
+	case name == string(corev1.ResourceCPU), name == string(corev1.ResourceMemory), name == string(corev1.ResourceEphemeralStorage),
+		strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
+		return nil
+	case strings.Contains(name, "/"):
+		var errs field.ErrorList
+		for _, m := range validation.IsQualifiedName(name) {
+			errs = append(errs, field.Invalid(p, name, m))
+		}
+		return errs
+	}
+	return field.ErrorList{field.Invalid(p, name, "must be a standard resource type or fully qualified")}
+}
+
+// validateProbe checks a defaulted probe: one handler, non-negative numbers, thresholds.
+func validateProbe(pr *corev1.Probe, p *field.Path, successMustBeOne bool) field.ErrorList {
+	if pr == nil {
+		return nil
+	}
+	errs := validateHandler(&pr.ProbeHandler, p, false)
+	for _, f := range []struct {
+		name string
+		v    int32
+		min  int32
+	}{
+		{"initialDelaySeconds", pr.InitialDelaySeconds, 0}, {"timeoutSeconds", pr.TimeoutSeconds, 1},
+		{"periodSeconds", pr.PeriodSeconds, 1}, {"successThreshold", pr.SuccessThreshold, 1},
+		{"failureThreshold", pr.FailureThreshold, 1},
+	} {
+		if f.v < f.min {
+			errs = append(errs, field.Invalid(p.Child(f.name), f.v, fmt.Sprintf("must be greater than or equal to %d", f.min)))
+		}
+	}
+	if successMustBeOne && pr.SuccessThreshold != 1 {
+		errs = append(errs, field.Invalid(p.Child("successThreshold"), pr.SuccessThreshold, "must be 1"))
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
+		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+	}
+	return errs
+}
+
+func validateLifecycleHandler(h *corev1.LifecycleHandler, p *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	ph := corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}
+	n := 0
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Seconds < 0 {
+			return field.ErrorList{field.Invalid(p.Child("sleep").Child("seconds"), h.Sleep.Seconds, "must be greater than or equal to 0")}
+		}
+	}
+	if n == 1 && (ph.Exec != nil || ph.HTTPGet != nil || ph.TCPSocket != nil) {
+		return field.ErrorList{field.Forbidden(p, "may not specify more than 1 handler type")}
+	}
+	if n == 1 {
+		return nil
+	}
+	return validateHandler(&ph, p, true)
+}
+
+// validateHandler checks that exactly one action is set and that it is well formed.
+func validateHandler(h *corev1.ProbeHandler, p *field.Path, lifecycle bool) field.ErrorList {
+	var errs field.ErrorList
+	n := 0
+	if h.Exec != nil {
+		n++
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(p.Child("exec").Child("command"), ""))
+		}
+	}
+	if h.HTTPGet != nil {
+		n++
+		hp := p.Child("httpGet")
+		errs = append(errs, validatePortRef(hp.Child("port"), h.HTTPGet.Port)...)
+		if !slices.Contains(supportedSchemes, h.HTTPGet.Scheme) {
+			errs = append(errs, field.NotSupported(hp.Child("scheme"), h.HTTPGet.Scheme, supportedSchemes))
+		}
+		for i, hd := range h.HTTPGet.HTTPHeaders {
+			for _, m := range validation.IsHTTPHeaderName(hd.Name) {
+				errs = append(errs, field.Invalid(hp.Child("httpHeaders").Index(i).Child("name"), hd.Name, m))
+			}
+		}
+	}
+	if h.TCPSocket != nil {
+		n++
+		errs = append(errs, validatePortRef(p.Child("tcpSocket").Child("port"), h.TCPSocket.Port)...)
+	}
+	if h.GRPC != nil {
+		n++
+		for _, m := range validation.IsValidPortNum(int(h.GRPC.Port)) {
+			errs = append(errs, field.Invalid(p.Child("grpc").Child("port"), h.GRPC.Port, m))
+		}
+	}
+	switch {
+	case n == 0 && lifecycle:
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	case n == 0:
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(p, "may not specify more than 1 handler type"))
+	}
+	return errs
+}
+
+func validatePortRef(p *field.Path, port intstr.IntOrString) field.ErrorList {
+	var msgs []string
+	if port.Type == intstr.Int {
+		msgs = validation.IsValidPortNum(port.IntValue())
+	} else {
+		msgs = validation.IsValidPortName(port.StrVal)
+	}
+	var errs field.ErrorList
+	for _, m := range msgs {
+		errs = append(errs, field.Invalid(p, port.String(), m))
+	}
+	return errs
+}
+
+func nonNegativeID(p *field.Path, id *int64) field.ErrorList {
+	if id != nil && (*id < 0 || *id > 2147483647) {
+		return field.ErrorList{field.Invalid(p, *id, "must be between 0 and 2147483647, inclusive")}
+	}
+	return nil
+}
+
+func validateSeccomp(p *field.Path, sp *corev1.SeccompProfile) field.ErrorList {
+	if sp == nil {
+		return nil
+	}
+	if !slices.Contains(supportedSeccomp, sp.Type) {
+		return field.ErrorList{field.NotSupported(p.Child("type"), sp.Type, supportedSeccomp)}
+	}
+	if sp.Type == corev1.SeccompProfileTypeLocalhost && (sp.LocalhostProfile == nil || *sp.LocalhostProfile == "") {
+		return field.ErrorList{field.Required(p.Child("localhostProfile"), "must be set when seccomp type is Localhost")}
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ type fakeCall struct {
 	Attempt int
 	Grace   time.Duration
 	At      time.Time
+	Config  ConfigLookup // StartContainer: the request's Config
 }
 
 // fakeRuntime is a scriptable, thread-safe in-memory Runtime. Tests make containers exit with
@@ -90,7 +91,7 @@ func (f *fakeRuntime) StartContainer(_ context.Context, req StartRequest) (Conta
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.startErrs[req.Container.Name]; err != nil {
-		f.recordLocked(fakeCall{Op: "StartContainer", PodUID: string(req.Pod.UID), Name: req.Container.Name, Attempt: req.Attempt})
+		f.recordLocked(fakeCall{Op: "StartContainer", PodUID: string(req.Pod.UID), Name: req.Container.Name, Attempt: req.Attempt, Config: req.Config})
 		return ContainerRecord{}, err
 	}
 	now := time.Now()
@@ -102,7 +103,7 @@ func (f *fakeRuntime) StartContainer(_ context.Context, req StartRequest) (Conta
 		CreatedAt: now, StartedAt: now, GracePeriod: gracePeriod(req.Pod),
 	}
 	f.recs[r.ID] = r
-	f.recordLocked(fakeCall{Op: "StartContainer", ID: r.ID, PodUID: r.PodUID, Name: r.Name, Attempt: r.Attempt})
+	f.recordLocked(fakeCall{Op: "StartContainer", ID: r.ID, PodUID: r.PodUID, Name: r.Name, Attempt: r.Attempt, Config: req.Config})
 	return *r, nil
 }
 

@@ -390,10 +390,11 @@ type VolumeRefresher interface {
 // refreshVolumes updates the pod's projected content when the lookup's objects changed.
 func (w *worker) refreshVolumes(pod *corev1.Pod) {
 	vr, ok := w.m.rt.(VolumeRefresher)
-	if !ok || w.m.cfg.Lookup == nil || len(pod.Spec.Volumes) == 0 {
+	lookup := w.m.ConfigLookup()
+	if !ok || lookup == nil || len(pod.Spec.Volumes) == 0 {
 		return
 	}
-	changed, err := vr.RefreshVolumes(w.podForRuntime(pod), w.m.cfg.Lookup)
+	changed, err := vr.RefreshVolumes(w.podForRuntime(pod), lookup)
 	if err != nil {
 		w.log.Warn("volumes keep their last content", "err", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,8 @@ type Config struct {
 	Backoff  BackoffPolicy // zero: DefaultBackoff
 	Resync   time.Duration // safety-net relist of each pod; zero: 30s
 	Logger   *slog.Logger
-	// Lookup finds ConfigMaps and Secrets for env and volumes; nil finds nothing.
+	// Lookup finds ConfigMaps and Secrets for env and volumes until the first UpdateConfig;
+	// nil finds nothing.
 	Lookup ConfigLookup
 }
 
@@ -44,7 +46,10 @@ type Manager struct {
 	probes *probes.Manager
 
 	updates chan []*corev1.Pod // latest snapshot wins
-	ready   chan struct{}      // closed once the first snapshot is applied
+	config  atomic.Pointer[configHolder]
+	// heldNames and held: see held.go.
+	heldNames atomic.Pointer[map[string]bool]
+	ready     chan struct{} // closed once the first snapshot is applied
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -52,6 +57,7 @@ type Manager struct {
 	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
 	status  map[types.UID]*corev1.Pod
 	seen    map[types.UID]time.Time
+	held    map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
 	ctx     context.Context
 	wg      sync.WaitGroup
 }
@@ -185,6 +191,9 @@ func (m *Manager) adopt(ctx context.Context, desired []*corev1.Pod) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range orphans {
+		if m.holdLocked(p) {
+			continue
+		}
 		w := newWorker(m, p)
 		w.terminate = true
 		m.startWorkerLocked(w)
@@ -202,6 +211,7 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 		want[p.UID] = p
 		wantName[p.Namespace+"/"+p.Name] = p
 	}
+	m.releaseHeldLocked(wantName)
 	for uid, w := range m.workers {
 		p, ok := want[uid]
 		if !ok {
@@ -214,6 +224,9 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 			m.pending[w.fullName] = p
 			delete(want, uid)
 			continue
+		}
+		if old, _ := w.state(); old != nil {
+			m.noteManifestError(old, p)
 		}
 		w.update(p)
 	}
@@ -282,6 +295,7 @@ func (m *Manager) setStatus(p *corev1.Pod) {
 		p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format(time.RFC3339Nano)
 		p.CreationTimestamp = metav1.NewTime(seen)
 	}
+	withManifestCondition(p)
 	m.status[p.UID] = p
 }
 
@@ -301,6 +315,7 @@ func (m *Manager) Pods() []*corev1.Pod {
 		}}}
 		out = append(out, q)
 	}
+	out = append(out, m.heldPodsLocked()...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
 			return out[i].Namespace < out[j].Namespace

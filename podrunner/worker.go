@@ -361,7 +361,6 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	}
 	pod = w.podForRuntime(pod)
 	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
-		Config:    w.m.cfg.Lookup,
 		Pod:       pod,
 		Sandbox:   sb,
 		Container: c,
@@ -369,6 +368,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		Attempt:   a.Attempt,
 		LogPath:   w.m.LogPath(pod, c.Name, a.Attempt),
 		SpecHash:  SpecHash(c),
+		Config:    w.m.ConfigLookup(),
 	})
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)

@@ -9,15 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podkeeper/podkeeper/manifests"
 )
@@ -31,22 +28,31 @@ const (
 // DirSource is a Source reading static-pod manifests from one directory.
 //
 // It reads the regular files (symlinks followed) directly in the directory
-// whose names end in .yaml, .yml or .json and do not start with a dot;
-// everything else is listed in Snapshot.Ignored. The directory is watched
+// whose names end in .yaml, .yml or .json and do not start with a dot (see
+// IgnoreReason); everything else, subdirectories included, is listed in
+// Snapshot.Ignored with the reason, logged once. An entry with a manifest name
+// that is not a regular file (FIFO, socket, device, dangling symlink, symlink
+// loop) is a file error and is never opened. The directory is watched
 // with fsnotify and also re-listed every resync period; changes are acted
 // on only once events have been quiet for the debounce period, so a save
 // is one change and a half-written file is not read. A missing directory
 // gives an empty snapshot and is picked up once it appears (through a
 // watch on its parent, or the next resync).
 //
-// A file that decoded fine before and now fails keeps its last good pods,
-// reported with FileError.KeptLastGood. A deleted file removes its pods.
+// A file that decoded fine before and now fails (or is emptied) keeps its
+// last good objects, reported with FileError.KeptLastGood, and its pods carry
+// manifests.AnnotationManifestError. A deleted file removes its objects. A file
+// rejected from the start (as after an agent restart) lists the pods it seems
+// to declare in Snapshot.Held. The directory and every manifest are checked for
+// writers other than root at every scan (see WithStrictPermissions).
 type DirSource struct {
 	dir      string
 	nodeName string
 	resync   time.Duration
 	debounce time.Duration
 	log      *slog.Logger
+
+	strictPerms bool
 
 	// Test hooks.
 	noWatch bool   // do not use fsnotify: rely on resync only
@@ -85,6 +91,13 @@ func WithLogger(l *slog.Logger) DirOption {
 	}
 }
 
+// WithStrictPermissions refuses manifests that a non-root user or group can write (or that sit
+// in such a directory) instead of only warning about them. A refused file keeps its last good
+// objects (read while it was safe), like any other bad edit.
+func WithStrictPermissions(strict bool) DirOption {
+	return func(s *DirSource) { s.strictPerms = strict }
+}
+
 // NewDirSource returns a source for the manifests in dir, decoded for the
 // node nodeName.
 func NewDirSource(dir, nodeName string, opts ...DirOption) *DirSource {
@@ -105,21 +118,39 @@ func NewDirSource(dir, nodeName string, opts ...DirOption) *DirSource {
 var _ Source = (*DirSource)(nil)
 
 // IsManifestName reports whether a directory entry name is one DirSource reads.
-func IsManifestName(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false
+func IsManifestName(name string) bool { return IgnoreReason(name) == "" }
+
+// IgnoreReason says why DirSource skips a directory entry of this name, or "" when it reads it:
+// only *.yaml, *.yml and *.json files that are not dotfiles are read, so editor and package
+// manager leftovers (*~, *.swp, *.bak, *.orig, *.dpkg-*, *.rpmnew, *.tmp) never load.
+func IgnoreReason(name string) string {
+	switch ext := filepath.Ext(name); {
+	case strings.HasPrefix(name, "."):
+		return "dotfile"
+	case strings.HasSuffix(name, "~"), ext == ".swp", ext == ".swo", ext == ".bak", ext == ".orig", ext == ".tmp":
+		return "editor leftover (" + leftoverPattern(name) + ")"
+	case strings.Contains(name, ".dpkg-"), ext == ".rpmnew", ext == ".rpmsave", ext == ".rpmorig", ext == ".ucf-dist", ext == ".ucf-old":
+		return "package-manager leftover (" + leftoverPattern(name) + ")"
+	case ext == ".yaml", ext == ".yml", ext == ".json":
+		return ""
 	}
-	switch filepath.Ext(name) {
-	case ".yaml", ".yml", ".json":
-		return true
+	return "not a .yaml, .yml or .json file"
+}
+
+func leftoverPattern(name string) string {
+	if strings.HasSuffix(name, "~") {
+		return "*~"
 	}
-	return false
+	if i := strings.Index(name, ".dpkg-"); i >= 0 {
+		return "*.dpkg-*"
+	}
+	return "*" + filepath.Ext(name)
 }
 
 // Run implements Source. Each call starts with an empty cache; Run must not
 // be called concurrently on the same DirSource.
 func (s *DirSource) Run(ctx context.Context, out chan<- Snapshot) error {
-	r := &dirRun{DirSource: s, files: map[string]*fileState{}, ignored: map[string]bool{}}
+	r := &dirRun{DirSource: s, files: map[string]*fileState{}, ignored: map[string]string{}}
 
 	var events <-chan fsnotify.Event
 	var watchErrs <-chan error
@@ -209,23 +240,32 @@ func (s *DirSource) Run(ctx context.Context, out chan<- Snapshot) error {
 // fileState is the cached state of one manifest file.
 type fileState struct {
 	hash     [sha256.Size]byte
-	decoded  bool          // hash is the content that pods/err describe
-	pods     []*corev1.Pod // pods of the current content, when err is nil
-	err      error         // why the current content cannot be used
-	lastGood []*corev1.Pod // pods of the last content that decoded fine
+	decoded  bool               // hash is the content that objs/err describe
+	objs     *manifests.Objects // objects of the current content, when err is nil
+	err      error              // why the current content cannot be used
+	lastGood *manifests.Objects // objects of the last content that decoded fine
 	everGood bool
+	warnings []string
+	salvaged []string // pod keys the rejected content seems to declare
 }
 
 // result is what the file contributes to a snapshot.
 func (f *fileState) result(path string) fileResult {
-	switch {
-	case f.err == nil:
-		return fileResult{path: path, pods: f.pods}
-	case f.everGood:
-		return fileResult{path: path, pods: f.lastGood, err: f.err, kept: true}
-	default:
-		return fileResult{path: path, err: f.err}
+	r := fileResult{path: path, err: f.err, warnings: f.warnings}
+	if f.err != nil && !f.everGood {
+		r.held = f.salvaged
 	}
+	objs := f.objs
+	if f.err != nil {
+		objs = nil
+		if f.everGood {
+			objs, r.kept = f.lastGood, true
+		}
+	}
+	if objs != nil {
+		r.pods, r.cms, r.secrets = objs.Pods, objs.ConfigMaps, objs.Secrets
+	}
+	return r
 }
 
 // dirRun is the state of one Run call; only Run's goroutine touches it.
@@ -236,7 +276,8 @@ type dirRun struct {
 	watchingParent bool
 	dirMissing     bool
 	files          map[string]*fileState // by path
-	ignored        map[string]bool       // paths ignored at the last scan
+	ignored        map[string]string     // paths ignored at the last scan, with the reason
+	dirWarning     string                // the directory's permission problem, as last logged
 }
 
 // relevant reports whether an fsnotify event may change the snapshot: any
@@ -317,7 +358,7 @@ func (r *dirRun) scan() Snapshot {
 		for path, f := range r.files {
 			results = append(results, f.result(path))
 		}
-		snap := assemble(results, mapKeys(r.ignored))
+		snap := assemble(results, r.ignored)
 		snap.Errors = append([]FileError{{Path: r.dir, Err: fmt.Errorf("reading directory: %w", err), KeptLastGood: true}}, snap.Errors...)
 		return snap
 	}
@@ -325,31 +366,50 @@ func (r *dirRun) scan() Snapshot {
 		r.log.Info("manifest directory appeared")
 		r.dirMissing = false
 	}
+	dirUnsafe := r.checkDir()
 
 	var (
 		results []fileResult
-		ignored = map[string]bool{}
+		ignored = map[string]string{}
 		present = map[string]bool{}
 	)
 	for _, e := range entries {
 		path := filepath.Join(r.dir, e.Name())
-		if !IsManifestName(e.Name()) {
-			ignored[path] = true
+		if why := IgnoreReason(e.Name()); why != "" {
+			ignored[path] = why
 			continue
 		}
 		info, err := os.Stat(path) // follows symlinks
 		if errors.Is(err, fs.ErrNotExist) {
-			r.log.Debug("manifest vanished or is a dangling symlink", "path", path)
+			if li, lerr := os.Lstat(path); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(path)
+				err = fmt.Errorf("dangling symlink to %s", target)
+			} else {
+				r.log.Debug("manifest vanished", "path", path)
+				continue
+			}
+		}
+		if err == nil && info.IsDir() {
+			ignored[path] = "directory (subdirectories are not read)"
 			continue
 		}
 		if err == nil && !info.Mode().IsRegular() {
-			ignored[path] = true
-			continue
+			err = fmt.Errorf("not a regular file (%s); not read", fileType(info.Mode()))
 		}
 		f := r.files[path]
 		if f == nil {
 			f = &fileState{}
 			r.files[path] = f
+		}
+		if err == nil {
+			f.warnings = r.checkFile(path, info, f.warnings, dirUnsafe)
+			if r.strictPerms && (len(f.warnings) > 0 || dirUnsafe != "") {
+				why := dirUnsafe
+				if len(f.warnings) > 0 {
+					why = f.warnings[0]
+				}
+				err = fmt.Errorf("refused by --strict-permissions: %s", why)
+			}
 		}
 		if err == nil {
 			err = r.refresh(path, f)
@@ -360,7 +420,7 @@ func (r *dirRun) scan() Snapshot {
 		}
 		if err != nil {
 			if errString(f.err) != err.Error() {
-				r.log.Warn("cannot read manifest", "path", path, "err", err, "kept_last_good", f.everGood)
+				r.log.Warn("cannot use manifest", "path", path, "err", err, "kept_last_good", f.everGood)
 			}
 			f.err, f.decoded = err, false
 		}
@@ -373,14 +433,32 @@ func (r *dirRun) scan() Snapshot {
 			delete(r.files, path)
 		}
 	}
-	for path := range ignored {
-		if !r.ignored[path] {
-			r.log.Info("ignoring file: not a regular .yaml, .yml or .json file, or a dotfile", "path", path)
+	for path, why := range ignored {
+		if r.ignored[path] != why {
+			r.log.Info("ignoring file", "path", path, "reason", why)
 		}
 	}
 	r.ignored = ignored
-	return assemble(results, mapKeys(ignored))
+	return assemble(results, ignored)
 }
+
+// fileType names a non-regular file's type for messages.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return m.Type().String()
+}
+
+// errEmptied is the error of a file that held objects and is now empty.
+var errEmptied = errors.New("file is empty; keeping its last good content (delete the file to remove its pods)")
 
 // refresh reads the file and decodes it if its content changed. It returns
 // only read errors; decode errors are recorded in f.
@@ -394,14 +472,22 @@ func (r *dirRun) refresh(path string, f *fileState) error {
 		return nil
 	}
 	f.hash, f.decoded = sum, true
-	pods, err := manifests.DecodeFile(path, data, r.nodeName)
+	if len(bytes.TrimSpace(data)) == 0 && f.everGood && f.lastGood.Len() > 0 {
+		// A file emptied by a save in progress (or by mistake) is a bad edit, not a removal:
+		// deleting the file is how its pods are removed.
+		f.objs, f.err = nil, errEmptied
+		r.log.Warn("manifest emptied; keeping its last good content", "path", path)
+		return nil
+	}
+	objs, err := manifests.Decode(path, data, r.nodeName)
 	if err != nil {
-		f.pods, f.err = nil, err
+		f.objs, f.err = nil, err
+		f.salvaged = manifests.SalvagePodNames(data, r.nodeName)
 		r.log.Warn("manifest rejected", "path", path, "err", err, "kept_last_good", f.everGood)
 		return nil
 	}
-	f.pods, f.err, f.lastGood, f.everGood = pods, nil, pods, true
-	r.log.Info("manifest loaded", "path", path, "pods", len(pods))
+	f.objs, f.err, f.lastGood, f.everGood, f.salvaged = objs, nil, objs, true, nil
+	r.log.Info("manifest loaded", "path", path, "pods", len(objs.Pods), "configMaps", len(objs.ConfigMaps), "secrets", len(objs.Secrets))
 	return nil
 }
 
@@ -420,5 +506,10 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// mapKeys returns the keys of m, in no particular order.
-func mapKeys(m map[string]bool) []string { return slices.Collect(maps.Keys(m)) }
+// ScanDir reads the directory once, as a DirSource's first snapshot (no watch, nothing kept):
+// `podkeeper validate` uses it to judge a directory exactly as the agent would.
+func ScanDir(dir, nodeName string, opts ...DirOption) Snapshot {
+	s := NewDirSource(dir, nodeName, append(opts, func(s *DirSource) { s.noWatch = true })...)
+	r := &dirRun{DirSource: s, files: map[string]*fileState{}, ignored: map[string]string{}}
+	return r.scan()
+}

@@ -23,9 +23,15 @@ func manifest(name, image string) string {
 		"\nspec:\n  containers:\n  - name: c\n    image: " + image + "\n"
 }
 
+// write replaces path's content atomically (a dotfile renamed into place), so that tests not
+// about half-written files never see one, however loaded the machine.
 func write(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	tmp := filepath.Join(filepath.Dir(path), ".write-"+filepath.Base(path))
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -52,36 +52,37 @@ func TestAssemble(t *testing.T) {
 		wantPods  string // name@path, in order
 		wantErrs  string // path[:kept], in order
 		errSubstr string // in the first error, if any
+		states    string // path=state of the non-ignored files, in order
 	}{
-		{"empty", nil, "", "", ""},
+		{"empty", nil, "", "", "", ""},
 		{"sorted by name across files",
 			[]fileResult{
 				{path: "/d/b.yaml", pods: []*corev1.Pod{testPod("a", "1", "/d/b.yaml")}},
 				{path: "/d/a.yaml", pods: []*corev1.Pod{testPod("z", "2", "/d/a.yaml"), testPod("m", "3", "/d/a.yaml")}},
 			},
-			"a@/d/b.yaml m@/d/a.yaml z@/d/a.yaml", "", ""},
+			"a@/d/b.yaml m@/d/a.yaml z@/d/a.yaml", "", "", "/d/a.yaml=ok /d/b.yaml=ok"},
 		{"first path wins a duplicate, loser keeps its other pods",
 			[]fileResult{
 				{path: "/d/b.yaml", pods: []*corev1.Pod{testPod("x", "1", "/d/b.yaml"), testPod("y", "2", "/d/b.yaml")}},
 				{path: "/d/a.yaml", pods: []*corev1.Pod{testPod("x", "3", "/d/a.yaml")}},
 			},
-			"x@/d/a.yaml y@/d/b.yaml", "/d/b.yaml", "pod default/x is already defined in /d/a.yaml"},
+			"x@/d/a.yaml y@/d/b.yaml", "/d/b.yaml", "pod default/x is already defined in /d/a.yaml", "/d/a.yaml=ok /d/b.yaml=conflict"},
 		{"kept last good and never good",
 			[]fileResult{
 				{path: "/d/a.yaml", pods: []*corev1.Pod{testPod("a", "1", "/d/a.yaml")}, err: bad, kept: true},
 				{path: "/d/c.yaml", err: bad},
 			},
-			"a@/d/a.yaml", "/d/a.yaml:kept /d/c.yaml", "bad"},
+			"a@/d/a.yaml", "/d/a.yaml:kept /d/c.yaml", "bad", "/d/a.yaml=error /d/c.yaml=error"},
 		{"kept pods still win duplicates",
 			[]fileResult{
 				{path: "/d/a.yaml", pods: []*corev1.Pod{testPod("a", "1", "/d/a.yaml")}, err: bad, kept: true},
 				{path: "/d/b.yaml", pods: []*corev1.Pod{testPod("a", "2", "/d/b.yaml")}},
 			},
-			"a@/d/a.yaml", "/d/a.yaml:kept /d/b.yaml", "bad"},
+			"a@/d/a.yaml", "/d/a.yaml:kept /d/b.yaml", "bad", "/d/a.yaml=error /d/b.yaml=conflict"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := assemble(tt.results, []string{"/d/z", "/d/.x"})
+			snap := assemble(tt.results, map[string]string{"/d/z": "not a .yaml, .yml or .json file", "/d/.x": "dotfile"})
 			var pods, errs []string
 			for _, p := range snap.Pods {
 				pods = append(pods, p.Name+"@"+p.Annotations[manifests.AnnotationManifestPath])
@@ -101,6 +102,21 @@ func TestAssemble(t *testing.T) {
 			}
 			if tt.errSubstr != "" && !strings.Contains(snap.Errors[0].Err.Error(), tt.errSubstr) {
 				t.Errorf("error %q does not contain %q", snap.Errors[0].Err, tt.errSubstr)
+			}
+			var states []string
+			for _, f := range snap.Files {
+				if f.State != StateIgnored {
+					states = append(states, f.Path+"="+string(f.State))
+				}
+			}
+			if got := strings.Join(states, " "); got != tt.states {
+				t.Errorf("file states = %q, want %q", got, tt.states)
+			}
+			for _, p := range snap.Pods {
+				kept := tt.results[0].kept && p.Annotations[manifests.AnnotationManifestPath] == tt.results[0].path
+				if msg := p.Annotations[manifests.AnnotationManifestError]; (msg != "") != kept {
+					t.Errorf("pod %s manifest-error annotation %q, kept=%v", p.Name, msg, kept)
+				}
 			}
 			if strings.Join(snap.Ignored, " ") != "/d/.x /d/z" {
 				t.Errorf("Ignored = %v, want sorted", snap.Ignored)

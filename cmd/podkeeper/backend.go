@@ -74,3 +74,5 @@ func (b *lateBackend) ExecIn(ctx context.Context, id string, req podrunner.ExecR
 	}
 	return -1, podrunner.ErrNotFound
 }
+
+func (b *lateBackend) Manifests() []api.ManifestFile { return b.errs.manifests() }

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"github.com/podkeeper/podkeeper/manifests"
 	"github.com/podkeeper/podkeeper/podrunner/api"
 	"github.com/podkeeper/podkeeper/podrunner/runtime"
-	"github.com/podkeeper/podkeeper/watcher"
 )
 
 func client(c *cli.Context) *api.Client {
@@ -92,7 +88,7 @@ func getCommand() *cli.Command {
 				}
 				return nil
 			},
-		}, {
+		}, getManifestsCommand(), {
 			Name:  "events",
 			Usage: "list events",
 			Action: func(c *cli.Context) error {
@@ -247,69 +243,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", n)
-}
-
-func validateCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "validate",
-		Usage:     "check manifest files or directories offline, as the agent would read them",
-		ArgsUsage: "PATH...",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name used for static pod names"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return errors.New("usage: podkeeper validate PATH...")
-			}
-			bad := 0
-			for _, arg := range c.Args().Slice() {
-				files, err := manifestFiles(arg)
-				if err != nil {
-					fmt.Fprintf(c.App.ErrWriter, "%s: %v\n", arg, err)
-					bad++
-					continue
-				}
-				for _, f := range files {
-					data, err := os.ReadFile(f)
-					if err == nil {
-						var pods []*corev1.Pod
-						if pods, err = manifests.DecodeFile(f, data, c.String("node-name")); err == nil {
-							fmt.Fprintf(c.App.Writer, "%s: ok (%d pods)\n", f, len(pods))
-							continue
-						}
-					}
-					bad++
-					fmt.Fprintln(c.App.ErrWriter, err)
-				}
-			}
-			if bad > 0 {
-				return cli.Exit(fmt.Sprintf("%d bad file(s)", bad), 1)
-			}
-			return nil
-		},
-	}
-}
-
-// manifestFiles expands a path: a file as is, a directory to the files the agent would read.
-func manifestFiles(path string) ([]string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return []string{path}, nil
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() || !watcher.IsManifestName(e.Name()) {
-			continue
-		}
-		out = append(out, filepath.Join(path, e.Name()))
-	}
-	sort.Strings(out)
-	return out, nil
 }

@@ -52,6 +52,8 @@ func runCommand() *cli.Command {
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "cluster-dns", Usage: "DNS servers for dnsPolicy ClusterFirst (none: ClusterFirst falls back to the host's resolv.conf, as the kubelet does)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster domain of pod FQDNs and ClusterFirst search paths"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "host resolv.conf that dnsPolicy Default copies"}),
+
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "strict-permissions", Usage: "refuse manifests a non-root user or group can write (default: warn loudly)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
@@ -210,7 +212,8 @@ func runAgent(c *cli.Context) error {
 	mgr = podrunner.NewManager(podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}, rt, rec)
 	backend.set(mgr)
 
-	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log))
+	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),
+		watcher.WithStrictPermissions(c.Bool("strict-permissions")))
 	snaps := make(chan watcher.Snapshot)
 	wg.Add(3)
 	go func() {
@@ -227,11 +230,13 @@ func runAgent(c *cli.Context) error {
 			case <-ctx.Done():
 				return
 			case s := <-snaps:
-				errs.set(s.Errors)
+				errs.set(s.Errors, s.Files)
 				for _, fe := range s.Errors {
 					log.Warn("manifest problem", "file", fe.Path, "keptLastGood", fe.KeptLastGood, "err", fe.Err)
 				}
-				log.Info("desired state", "pods", len(s.Pods), "badFiles", len(s.Errors))
+				log.Info("desired state", "pods", len(s.Pods), "configMaps", len(s.ConfigMaps), "secrets", len(s.Secrets), "badFiles", len(s.Errors))
+				mgr.UpdateConfig(s.Config())
+				mgr.UpdateHeld(s.Held)
 				mgr.Update(s.Pods)
 			}
 		}
@@ -276,16 +281,23 @@ func networkConfig(c *cli.Context, root string) runtime.NetworkConfig {
 	}
 }
 
-// manifestErrors holds the latest snapshot's file problems for the API.
+// manifestErrors holds the latest snapshot's file problems and file states for the API.
 type manifestErrors struct {
-	mu   sync.Mutex
-	list []watcher.FileError
+	mu    sync.Mutex
+	list  []watcher.FileError
+	files []watcher.FileStatus
 }
 
-func (m *manifestErrors) set(l []watcher.FileError) {
+func (m *manifestErrors) set(l []watcher.FileError, files []watcher.FileStatus) {
 	m.mu.Lock()
-	m.list = l
+	m.list, m.files = l, files
 	m.mu.Unlock()
+}
+
+func (m *manifestErrors) manifests() []api.ManifestFile {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]api.ManifestFile(nil), m.files...)
 }
 
 func (m *manifestErrors) get() []api.ManifestError {

@@ -9,6 +9,8 @@
 //	GET /manifest-errors                          manifest files that could not be used
 //	POST /pods/{namespace}/{name}/exec            run a command in a container (an upgraded
 //	                                              stream: see exec.go)
+
+// GET /manifests                                every manifest file: declared objects, state
 package api
 
 import (
@@ -67,6 +69,7 @@ func NewServer(b Backend, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /pods/{ns}/{name}/log", s.podLog)
 	s.mux.HandleFunc("POST /pods/{ns}/{name}/exec", s.exec) // exec.go
 	s.mux.HandleFunc("GET /events", s.events)
+	s.mux.HandleFunc("GET /manifests", s.manifests)
 	s.mux.HandleFunc("GET /manifest-errors", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, b.ManifestErrors()) })
 	return s
 }

@@ -470,7 +470,13 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env := ResolveEnv(ctr.Env, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
+	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
+	if err != nil {
+		return nil, err // the kubelet's message as is: CreateContainerConfigError
+	}
+	if len(skipped) > 0 {
+		r.log.Warn("envFrom keys skipped: not valid environment variable names", "pod", pod.Namespace+"/"+pod.Name, "container", ctr.Name, "keys", skipped)
+	}
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = e.Value
