@@ -62,7 +62,7 @@ func (f *fakeRuntime) newIDLocked(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, f.nextID)
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy) (ImageResult, error) {
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy, _ PullOptions) (ImageResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref})

@@ -28,6 +28,8 @@ type Config struct {
 	Backoff  BackoffPolicy // zero: DefaultBackoff
 	Resync   time.Duration // safety-net relist of each pod; zero: 30s
 	Logger   *slog.Logger
+	// ConfigLookup finds the Secrets named by imagePullSecrets (and ConfigMaps); may be nil.
+	ConfigLookup ConfigLookup
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.
@@ -46,6 +48,7 @@ type Manager struct {
 	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
 	status  map[types.UID]*corev1.Pod
 	seen    map[types.UID]time.Time
+	started map[types.UID]bool // pods whose start latency was observed (metrics)
 	ctx     context.Context
 	wg      sync.WaitGroup
 }
@@ -73,6 +76,7 @@ func NewManager(cfg Config, rt Runtime, rec *Recorder) *Manager {
 		pending: map[string]*corev1.Pod{},
 		status:  map[types.UID]*corev1.Pod{},
 		seen:    map[types.UID]time.Time{},
+		started: map[types.UID]bool{},
 	}
 }
 
@@ -251,6 +255,7 @@ func (m *Manager) workerDone(w *worker) {
 	delete(m.workers, w.uid)
 	delete(m.status, w.uid)
 	delete(m.seen, w.uid)
+	delete(m.started, w.uid)
 	if m.byName[w.fullName] == w {
 		delete(m.byName, w.fullName)
 	}
@@ -272,6 +277,7 @@ func (m *Manager) setStatus(p *corev1.Pod) {
 		}
 		p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format(time.RFC3339Nano)
 		p.CreationTimestamp = metav1.NewTime(seen)
+		m.observeStartLocked(p, seen)
 	}
 	m.status[p.UID] = p
 }

@@ -42,6 +42,12 @@ type Config struct {
 	PauseBinary string // static binary run as each pod's sandbox process
 	Snapshotter string // default overlayfs
 	Logger      *slog.Logger
+	// RegistryConfigDir holds per-registry hosts.toml files (containerd's layout: mirrors,
+	// plain-HTTP hosts, CAs); empty: the defaults (HTTPS, localhost may fall back to HTTP).
+	RegistryConfigDir string
+	// DockerConfig is a docker config.json with node-wide registry credentials; may be empty or
+	// missing. Read at every pull.
+	DockerConfig string
 }
 
 // Runtime implements podrunner.Runtime on containerd.
