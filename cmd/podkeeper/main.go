@@ -29,6 +29,7 @@ func main() {
 			logsCommand(),
 			imageCommand(),
 			validateCommand(),
+			completionCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",
@@ -39,7 +40,11 @@ func main() {
 			},
 		},
 	}
-	if err := app.Run(interspersed(app, os.Args)); err != nil {
+	args := os.Args
+	if n := len(args); n == 0 || args[n-1] != "--generate-bash-completion" {
+		args = interspersed(app, args) // completion needs its flag last, where the shell put it
+	}
+	if err := app.Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

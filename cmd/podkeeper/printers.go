@@ -111,20 +111,24 @@ func printPodTable(out io.Writer, pods []corev1.Pod, wide, allNamespaces bool, n
 	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for i := range pods {
-		p := &pods[i]
-		row := []string{p.Name, readyCount(p), podStatusReason(p), restarts(p, now), age(p.CreationTimestamp, now)}
-		if allNamespaces {
-			row = append([]string{p.Namespace}, row...)
-		}
-		if wide {
-			ip := p.Status.PodIP
-			if ip == "" {
-				ip = "<none>"
-			}
-			row = append(row, ip, p.Spec.NodeName)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, strings.Join(podRow(&pods[i], wide, allNamespaces, now), "\t"))
 	}
+}
+
+// podRow is one pod's row of the `get pods` table.
+func podRow(p *corev1.Pod, wide, allNamespaces bool, now time.Time) []string {
+	row := []string{p.Name, readyCount(p), podStatusReason(p), restarts(p, now), age(p.CreationTimestamp, now)}
+	if allNamespaces {
+		row = append([]string{p.Namespace}, row...)
+	}
+	if wide {
+		ip := p.Status.PodIP
+		if ip == "" {
+			ip = "<none>"
+		}
+		row = append(row, ip, p.Spec.NodeName)
+	}
+	return row
 }
 
 // describePod prints a pod the way `kubectl describe pod` lays it out.

@@ -48,8 +48,8 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry-config-dir", Usage: "registry hosts in containerd's hosts.toml layout (<dir>/<host>/hosts.toml: mirrors, plain-HTTP registries, CAs)"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Usage: "docker config.json with node-wide registry credentials (read at every pull)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry-config-dir", Value: defaultRegistryConfigDir, Usage: "registry hosts in containerd's hosts.toml layout (<dir>/<host>/hosts.toml: mirrors, plain-HTTP registries, CAs)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
 	}
 	return &cli.Command{
 		Name:   "run",
