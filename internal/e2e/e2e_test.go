@@ -61,6 +61,7 @@ type agent struct {
 	mu        *sync.Mutex
 	cmd       *exec.Cmd
 	out       *os.File
+	extra     []string // more `podkeeper run` flags
 }
 
 func startAgent(t *testing.T, ns string) *agent {
@@ -69,14 +70,14 @@ func startAgent(t *testing.T, ns string) *agent {
 }
 
 // startAgentAt starts an agent against the containerd at address (which may not answer yet).
-func startAgentAt(t *testing.T, ns, address string) *agent {
+func startAgentAt(t *testing.T, ns, address string, extra ...string) *agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "pke-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
-		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address}
+		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address, extra: extra}
 	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -96,10 +97,11 @@ func (a *agent) start() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run",
+	args := append([]string{"run",
 		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
 		"--containerd-address", a.address, "--containerd-namespace", a.ns,
-		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s")
+		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s"}, a.extra...)
+	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		a.t.Fatal(err)
