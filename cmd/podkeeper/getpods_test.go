@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podkeeper/podkeeper/manifests"
 	"github.com/podkeeper/podkeeper/podrunner"
@@ -146,5 +147,28 @@ func TestLineWriterKeepsLinesWhole(t *testing.T) {
 	c.flush()
 	if want := "[c] one\n[a] hello\n[c] two\n"; out.String() != want {
 		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+}
+
+func TestDescribeProbeAndEnvSource(t *testing.T) {
+	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(8480), Path: "/"}}}
+	if got, want := describeProbe(p), "http-get http://127.0.0.1:8480/ delay=0s timeout=1s period=10s #success=1 #failure=3"; got != want {
+		t.Errorf("describeProbe = %q, want %q", got, want)
+	}
+	p = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}, PeriodSeconds: 2, FailureThreshold: 5, InitialDelaySeconds: 3}
+	if got, want := describeProbe(p), "tcp-socket :http delay=3s timeout=1s period=2s #success=1 #failure=5"; got != want {
+		t.Errorf("describeProbe = %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		src  *corev1.EnvVarSource
+		want string
+	}{
+		{&corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}, "(v1:metadata.name)"},
+		{&corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}, "<set to the key 'k' in secret 's'>"},
+		{&corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}, Key: "k"}}, "<set to the key 'k' of config map 'c'>"},
+	} {
+		if got := envSource(tc.src); got != tc.want {
+			t.Errorf("envSource = %q, want %q", got, tc.want)
+		}
 	}
 }
