@@ -48,7 +48,7 @@ test: deps
 
 # Only the tests that need no root or containerd.
 test-unit:
-	$(GO) test -count=1 ./manifests/... ./watcher/... ./podrunner/ ./podrunner/api/ ./podrunner/crilog/ ./cgroup/... ./cmd/... ./internal/ociimage/...
+	$(GO) test -count=1 ./manifests/... ./watcher/... ./podrunner/ ./podrunner/api/ ./podrunner/crilog/ ./podrunner/metrics/ ./cgroup/... ./cmd/... ./internal/ociimage/...
 
 # Runs podkeeper on a copy of examples/ in the background (with its own containerd when none
 # answers), waits until the pods run and prints them. `make demo-stop` ends it.

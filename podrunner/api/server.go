@@ -243,11 +243,12 @@ var followPoll = time.Second
 // start, until the client goes away. (kubectl's follow ends with the instance; a restart here
 // shows as the next lines.)
 func (s *Server) followAcrossRestarts(ctx context.Context, p *corev1.Pod, container, path string, opts crilog.ReadOptions, out io.Writer) {
+	poll := followPoll
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithCancel(ctx)
 		next := make(chan string, 1)
 		go func() {
-			t := time.NewTicker(followPoll)
+			t := time.NewTicker(poll)
 			defer t.Stop()
 			for {
 				select {
@@ -260,7 +261,7 @@ func (s *Server) followAcrossRestarts(ctx context.Context, p *corev1.Pod, contai
 					// Let the reader drain what the old instance wrote last, then switch.
 					select {
 					case <-rctx.Done():
-					case <-time.After(followPoll):
+					case <-time.After(poll):
 					}
 					next <- np
 					cancel()
@@ -282,7 +283,7 @@ func (s *Server) followAcrossRestarts(ctx context.Context, p *corev1.Pod, contai
 				// no log file yet: wait for one
 				select {
 				case <-ctx.Done():
-				case <-time.After(followPoll):
+				case <-time.After(poll):
 				}
 				continue
 			}
