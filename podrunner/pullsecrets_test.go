@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,5 +51,29 @@ func TestPullSecrets(t *testing.T) {
 				t.Fatalf("PullSecrets = %v, %v; want %v, %v", found, missing, tc.wantFound, tc.wantMissing)
 			}
 		})
+	}
+}
+
+// The worker hands the pod's pull secrets to EnsureImage and warns about missing ones.
+func TestManagerPassesPullSecrets(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	e.m.cfg.ConfigLookup = mapLookup{"default/reg": {ObjectMeta: metav1.ObjectMeta{Name: "reg", Namespace: "default"}, Type: corev1.SecretTypeDockerConfigJson}}
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "reg"}, {Name: "gone"}}
+	e.run(t)
+	e.m.Update([]*corev1.Pod{pod})
+	e.waitRunning(t, "uid-a", "main", 0)
+	calls := e.rt.Calls("EnsureImage")
+	if len(calls) != 1 || !reflect.DeepEqual(calls[0].Secrets, []string{"reg"}) {
+		t.Fatalf("EnsureImage calls = %+v, want one with secrets [reg]", calls)
+	}
+	var warned bool
+	for _, ev := range e.rec.Events("uid-a") {
+		if ev.Type == EventWarning && ev.Reason == ReasonFailedToRetrieveImagePullSecret && strings.Contains(ev.Message, "(gone)") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Fatalf("no FailedToRetrieveImagePullSecret event: %+v", e.rec.Events("uid-a"))
 	}
 }
