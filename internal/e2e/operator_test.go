@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -303,6 +304,17 @@ func registryPull(t *testing.T, shared *agent, reg *testenv.Registry, hosts, doc
 	out, err = exec.Command(pk, "image", "rm", "--containerd-address", a.address, "--containerd-namespace", a.ns+"-cli", ref).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "removed "+ref) {
 		t.Fatalf("image rm: %v\n%s", err, out)
+	}
+	// On a terminal: one bar per blob, redrawn in place.
+	tcmd := exec.Command(pk, append(append([]string{"image", "pull"}, common...), ref)...)
+	ptmx, err := pty.Start(tcmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tout, _ := io.ReadAll(ptmx) // until the command ends (EIO on Linux)
+	ptmx.Close()
+	if err := tcmd.Wait(); err != nil || !strings.Contains(string(tout), "] done ") || !strings.Contains(string(tout), "[==") || !strings.Contains(string(tout), "pulled "+ref) {
+		t.Fatalf("image pull on a terminal: %v\n%q", err, tout)
 	}
 	noAuth := append([]string{"image", "pull", "--containerd-address", a.address, "--containerd-namespace", a.ns + "-cli",
 		"--registry-config-dir", hosts, "--docker-config", filepath.Join(t.TempDir(), "none.json")}, ref)

@@ -104,9 +104,26 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 }
 
 // Pull fetches ref from its registry whatever is on the node (`podkeeper image pull`), with the
-// node's registry configuration and credentials (and secrets, when given).
+// node's registry configuration and credentials (and secrets, when given). Unlike EnsureImage
+// it never falls back to a local copy: a failed pull is an error.
 func (r *Runtime) Pull(ctx context.Context, ref string, opts podrunner.PullOptions) (podrunner.ImageResult, error) {
-	return r.EnsureImage(ctx, ref, corev1.PullAlways, opts)
+	ctx = r.ctx(ctx)
+	full, err := NormalizeRef(ref)
+	if err != nil {
+		return podrunner.ImageResult{}, err
+	}
+	res := podrunner.ImageResult{Ref: full}
+	start := time.Now()
+	img, err := r.pull(ctx, full, opts)
+	metrics.ObserveImagePull(time.Since(start), err)
+	if err != nil {
+		return res, fmt.Errorf("ErrImagePull: pull %s: %w", full, err)
+	}
+	res.Pulled, res.Duration, res.ID = true, time.Since(start), img.Target().Digest.String()
+	if sz, err := img.Size(ctx); err == nil {
+		res.Size = sz
+	}
+	return res, nil
 }
 
 // RemoveImage deletes an image by reference (short names are normalised). Its content is
