@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -72,6 +74,10 @@ func completionCommand() *cli.Command {
 
 // completePods lists the agent's pods by manifest name (silently nothing when it does not answer).
 func completePods(c *cli.Context) {
+	if n := len(os.Args); n > 2 && strings.HasPrefix(os.Args[n-2], "-") {
+		cli.DefaultCompleteWithFlags(c.Command)(c) // completing a flag name
+		return
+	}
 	if c.NArg() > 0 {
 		return
 	}
