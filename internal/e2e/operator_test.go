@@ -53,6 +53,10 @@ func TestOperator(t *testing.T) {
 	if err := os.WriteFile(dockerConfig, reg.DockerConfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ref := reg.Host + "/pk/busybox:v1"
+	if err := reg.Push(env.Address, "unused", testenv.Image, ref); err != nil { // TestMain imported busybox there
+		t.Fatal(err)
+	}
 	metricsAddr := freeAddr(t)
 	a := startAgentAt(t, "pk-e2e-operator", env.Address,
 		"--metrics-address", metricsAddr, "--registry-config-dir", hosts, "--docker-config", dockerConfig)
@@ -60,7 +64,7 @@ func TestOperator(t *testing.T) {
 	t.Run("WatchSeesChange", func(t *testing.T) { t.Parallel(); watchSeesChange(t, a) })
 	t.Run("LogsFollowRestart", func(t *testing.T) { t.Parallel(); logsFollowRestart(t, a) })
 	t.Run("RegistryPullWithAuth", func(t *testing.T) { t.Parallel(); registryPull(t, a, reg, hosts, dockerConfig) })
-	t.Run("Metrics", func(t *testing.T) { t.Parallel(); scrapeMetrics(t, a, metricsAddr) })
+	t.Run("Metrics", func(t *testing.T) { t.Parallel(); scrapeMetrics(t, a, metricsAddr, ref) })
 	t.Run("SelectorsNamesAndErrors", func(t *testing.T) { t.Parallel(); selectorsAndErrors(t, a) })
 }
 
@@ -246,10 +250,7 @@ func logsFollowRestart(t *testing.T, shared *agent) {
 
 func registryPull(t *testing.T, shared *agent, reg *testenv.Registry, hosts, dockerConfig string) {
 	a := sub(t, shared)
-	ref := reg.Host + "/pk/busybox:v1"
-	if err := reg.Push(a.address, "unused", testenv.Image, ref); err != nil { // TestMain imported busybox there
-		t.Fatal(err)
-	}
+	ref := reg.Host + "/pk/busybox:v1" // pushed by TestOperator
 	// A pod whose image comes from the registry (credentials: the node's docker config).
 	a.write("pulled.yaml", podYAML("pulled", "Always", 1, "",
 		fmt.Sprintf("  - name: main\n    image: %s\n    imagePullPolicy: Always\n    command: [\"sleep\", \"3600\"]\n", ref)))
@@ -324,9 +325,11 @@ func registryPull(t *testing.T, shared *agent, reg *testenv.Registry, hosts, doc
 	}
 }
 
-func scrapeMetrics(t *testing.T, shared *agent, addr string) {
+func scrapeMetrics(t *testing.T, shared *agent, addr, ref string) {
 	a := sub(t, shared)
-	a.write("metered.yaml", podYAML("metered", "Always", 1, "", shContainer("main", "sleep 3600", "")))
+	// Its image comes from the registry: the pull shows in the pull histogram.
+	a.write("metered.yaml", podYAML("metered", "Always", 1, "",
+		fmt.Sprintf("  - name: main\n    image: %s\n    imagePullPolicy: Always\n    command: [\"sleep\", \"3600\"]\n", ref)))
 	a.waitPod(30*time.Second, "metered-e2e", "Running", running)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get("http://" + addr + path)
@@ -366,7 +369,6 @@ func scrapeMetrics(t *testing.T, shared *agent, addr string) {
 			t.Fatalf("histogram %s has no samples", name)
 		}
 	}
-	// The registry subtest pulls into this agent: its pulls show in the pull histogram.
 	a.eventually(90*time.Second, "image pull durations recorded", func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -380,6 +382,19 @@ func scrapeMetrics(t *testing.T, shared *agent, addr string) {
 		}
 		m, ok := lookup(fams, "podkeeper_image_pull_duration_seconds", map[string]string{"result": "success"})
 		return ok && m.GetHistogram().GetSampleCount() > 0, fmt.Sprint(ok)
+	})
+	// Agent log lines about a container carry pod and container keys.
+	a.eventually(10*time.Second, "log line with pod and container keys", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `msg="container started"`) && strings.Contains(l, "pod=default/metered-e2e") && strings.Contains(l, "container=main") {
+				return true, ""
+			}
+		}
+		return false, "no such line"
 	})
 	a.remove("metered.yaml")
 }
