@@ -14,8 +14,13 @@ DEMO_DIR   ?= $(DEMO_ROOT)/demo-manifests
 DEMO_SOCK  ?= /run/podkeeper/podkeeper.sock
 DEMO_CTRD  ?= /run/podkeeper/containerd/containerd.sock
 TEST_TIMEOUT ?= 20m
+# `make install`: DESTDIR stages (packaging), PREFIX picks the binary dir's parent.
+DESTDIR    ?=
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(SYSCONFDIR)/systemd/system
 
-.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet
+.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet install uninstall
 
 all: build
 
@@ -48,7 +53,7 @@ test-net-1000: deps
 
 # Only the tests that need no root or containerd.
 test-unit:
-	$(GO) test -count=1 ./manifests/... ./watcher/... ./podrunner/ ./podrunner/api/ ./podrunner/crilog/ ./cgroup/... ./probes/... ./cmd/... ./internal/ociimage/...
+	$(GO) test -count=1 ./manifests/... ./watcher/... ./podrunner/ ./podrunner/api/ ./podrunner/crilog/ ./podrunner/metrics/ ./cgroup/... ./probes/... ./cmd/... ./internal/ociimage/...
 
 # Runs podkeeper on a copy of examples/ in the background (with its own containerd when none
 # answers), waits until the pods run and prints them. `make demo-stop` ends it.
@@ -81,6 +86,23 @@ demo-stop:
 			$(BIN)/podkeeper --api-socket $(DEMO_SOCK) get pods 2>&1 | grep -q 'No resources' && break; sleep 1; done; \
 		kill $$(cat $(DEMO_ROOT)/demo.pid); rm -f $(DEMO_ROOT)/demo.pid; echo "demo stopped"; \
 	else echo "no demo running"; fi
+
+# Installs the binaries to $(PREFIX)/bin, a default /etc/podkeeper/config.yaml (an existing
+# one is kept), the manifest directory and the systemd unit. Then:
+#   systemctl daemon-reload && systemctl enable --now podkeeper
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/podkeeper/manifests $(DESTDIR)$(SYSCONFDIR)/podkeeper/certs.d $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BIN)/podkeeper $(BIN)/podkeeper-pause $(DESTDIR)$(PREFIX)/bin/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/podkeeper/config.yaml ]; then \
+		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/podkeeper/config.yaml"; \
+	else install -m 0644 examples/etc/podkeeper/config.yaml $(DESTDIR)$(SYSCONFDIR)/podkeeper/config.yaml; fi
+	sed 's|/usr/local/bin/podkeeper|$(PREFIX)/bin/podkeeper|; s|/etc/podkeeper/|$(SYSCONFDIR)/podkeeper/|g' examples/podkeeper.service > $(DESTDIR)$(UNITDIR)/podkeeper.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/podkeeper.service
+	@echo "installed; start with: systemctl daemon-reload && systemctl enable --now podkeeper"
+
+# Removes what install put in place except the config and manifests (they are yours).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/podkeeper $(DESTDIR)$(PREFIX)/bin/podkeeper-pause $(DESTDIR)$(UNITDIR)/podkeeper.service
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

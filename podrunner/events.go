@@ -24,6 +24,8 @@ const (
 	ReasonBackOff        = "BackOff"
 	ReasonFailed         = "Failed"
 	ReasonSandboxChanged = "SandboxChanged"
+
+	ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 )
 
 // Recorder keeps the recent events of every pod in memory, aggregating repeats the way the API

@@ -22,6 +22,7 @@ type fakeCall struct {
 	Grace   time.Duration
 	At      time.Time
 	Config  ConfigLookup // StartContainer: the request's Config
+	Secrets []string     // EnsureImage: names of the pull secrets passed
 }
 
 // fakeRuntime is a scriptable, thread-safe in-memory Runtime. Tests make containers exit with
@@ -63,10 +64,14 @@ func (f *fakeRuntime) newIDLocked(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, f.nextID)
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy) (ImageResult, error) {
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy, opts PullOptions) (ImageResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref})
+	var secrets []string
+	for _, s := range opts.Secrets {
+		secrets = append(secrets, s.Name)
+	}
+	f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref, Secrets: secrets})
 	if err := f.pullErrs[ref]; err != nil {
 		return ImageResult{}, err
 	}

@@ -58,6 +58,7 @@ type Manager struct {
 	status  map[types.UID]*corev1.Pod
 	seen    map[types.UID]time.Time
 	held    map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
+	started map[types.UID]bool     // pods whose start latency was observed (metrics)
 	ctx     context.Context
 	wg      sync.WaitGroup
 }
@@ -85,6 +86,7 @@ func NewManager(cfg Config, rt Runtime, rec *Recorder) *Manager {
 		pending: map[string]*corev1.Pod{},
 		status:  map[types.UID]*corev1.Pod{},
 		seen:    map[types.UID]time.Time{},
+		started: map[types.UID]bool{},
 	}
 	m.probes = newProber(m)
 	return m
@@ -273,6 +275,7 @@ func (m *Manager) workerDone(w *worker) {
 	delete(m.workers, w.uid)
 	delete(m.status, w.uid)
 	delete(m.seen, w.uid)
+	delete(m.started, w.uid)
 	if m.byName[w.fullName] == w {
 		delete(m.byName, w.fullName)
 	}
@@ -294,6 +297,7 @@ func (m *Manager) setStatus(p *corev1.Pod) {
 		}
 		p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format(time.RFC3339Nano)
 		p.CreationTimestamp = metav1.NewTime(seen)
+		m.observeStartLocked(p, seen)
 	}
 	withManifestCondition(p)
 	m.status[p.UID] = p

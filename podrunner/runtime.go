@@ -21,8 +21,10 @@ import (
 //     them twice, or on something already gone, is not an error.
 type Runtime interface {
 	// EnsureImage makes ref usable for a container according to policy (pulling, unpacking or
-	// importing from the node's image directory as needed) and reports what it did.
-	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (ImageResult, error)
+	// importing from the node's image directory as needed) and reports what it did. A registry
+	// pull authenticates with opts.Secrets first, then the node's own credentials; it calls
+	// opts.OnPull (when set) once, just before a registry pull begins.
+	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error)
 
 	// CreateSandbox creates and starts the pod's sandbox (the process holding its namespaces).
 	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1).
@@ -100,6 +102,35 @@ type TermSize struct{ Width, Height uint16 }
 type ConfigLookup interface {
 	ConfigMap(namespace, name string) (*corev1.ConfigMap, bool)
 	Secret(namespace, name string) (*corev1.Secret, bool)
+}
+
+// PullOptions carry what one EnsureImage call may need for a registry pull.
+type PullOptions struct {
+	// Secrets are the pod's imagePullSecrets (kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg), in the pod's order; the first one with credentials for a registry
+	// host wins over the node's docker config.
+	Secrets []*corev1.Secret
+	// OnPull is called once, before a registry pull begins (the kubelet's Pulling event).
+	OnPull func()
+	// Progress, when set, receives the state of the pull's layers now and then during a pull.
+	Progress func(PullProgress)
+}
+
+// PullProgress is a snapshot of a registry pull: one entry per blob (config and layers).
+type PullProgress struct {
+	Ref    string
+	Blobs  []BlobProgress
+	Done   bool // the pull ended (successfully or not)
+	Failed bool
+}
+
+// BlobProgress is one blob of a pull.
+type BlobProgress struct {
+	Digest    string
+	MediaType string
+	Offset    int64 // bytes fetched so far
+	Total     int64 // bytes expected
+	Done      bool  // stored (fetched now or already present)
 }
 
 // ImageResult reports how an image was made available.

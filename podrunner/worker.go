@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 )
 
 // worker is the single owner of one pod (one UID). It goes through three phases:
@@ -116,7 +119,9 @@ func (w *worker) run(ctx context.Context) {
 			w.terminatePod(ctx, pod)
 			return
 		}
+		syncStart := time.Now()
 		next := w.sync(ctx, pod)
+		metrics.SyncDuration.Observe(time.Since(syncStart).Seconds())
 		if ctx.Err() != nil {
 			return
 		}
@@ -338,7 +343,16 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		return false, pm.notBefore
 	}
 	began := time.Now()
-	img, err := w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	secrets, missing := PullSecrets(w.m.ConfigLookup(), pod)
+	if len(missing) > 0 && a.Attempt == 0 {
+		w.m.rec.Eventf(pod, "", EventWarning, ReasonFailedToRetrieveImagePullSecret, "Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+	}
+	img, err := w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, PullOptions{
+		Secrets: secrets,
+		OnPull: func() {
+			w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
+		},
+	})
 	if err != nil {
 		w.failed(w.pulls, c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
@@ -351,8 +365,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	delete(w.pulls, c.Image)
 	delete(w.imgWaiting, c.Name)
 	if img.Pulled {
-		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
-		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Successfully pulled image %q in %s. Image size: %d bytes.", c.Image, img.Duration.Round(time.Millisecond), img.Size)
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.", c.Image, img.Duration.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), img.Size)
 	} else if a.Attempt == 0 {
 		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Container image %q already present on machine", c.Image)
 	}

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/signal"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 
-	"github.com/podkeeper/podkeeper/manifests"
 	"github.com/podkeeper/podkeeper/podrunner/api"
 	"github.com/podkeeper/podkeeper/podrunner/runtime"
 )
@@ -38,56 +35,13 @@ func getCommand() *cli.Command {
 			Usage:     "list pods: NAME READY STATUS RESTARTS AGE",
 			ArgsUsage: "[NAME]",
 			Flags: append([]cli.Flag{
-				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "wide, json or yaml"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "wide, json, yaml or name"},
+				&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "label selector (app=web, tier in (a,b), !canary)"},
+				&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "after the list, print a row each time a pod changes"},
+				&cli.DurationFlag{Name: "watch-interval", Value: time.Second, Usage: "how often --watch asks the agent", Hidden: true},
 			}, namespaceFlags...),
-			Action: func(c *cli.Context) error {
-				list, err := client(c).Pods(c.Context)
-				if err != nil {
-					return err
-				}
-				ns := c.String("namespace")
-				var items []corev1.Pod
-				for _, p := range list.Items {
-					if ns != "" && p.Namespace != ns {
-						continue
-					}
-					if n := c.Args().First(); n != "" && p.Name != n && p.Annotations[manifests.AnnotationManifestName] != n {
-						continue
-					}
-					items = append(items, p)
-				}
-				if n := c.Args().First(); n != "" && len(items) == 0 {
-					return fmt.Errorf("pod %s not found", n)
-				}
-				list.Items = items
-				switch o := c.String("output"); o {
-				case "json":
-					enc := json.NewEncoder(c.App.Writer)
-					enc.SetIndent("", "  ")
-					return enc.Encode(list)
-				case "yaml":
-					b, err := yaml.Marshal(list)
-					if err != nil {
-						return err
-					}
-					_, err = c.App.Writer.Write(b)
-					return err
-				case "", "wide":
-					if len(items) == 0 {
-						fmt.Fprintln(c.App.ErrWriter, "No resources found.")
-					} else {
-						printPodTable(c.App.Writer, items, o == "wide", c.Bool("all-namespaces"), time.Now())
-					}
-				default:
-					return fmt.Errorf("unknown output format %q (want wide, json or yaml)", o)
-				}
-				if errs, err := client(c).ManifestErrors(c.Context); err == nil {
-					for _, e := range errs {
-						fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", e.Error)
-					}
-				}
-				return nil
-			},
+			Action:       getPodsAction,
+			BashComplete: completePods,
 		}, getManifestsCommand(), {
 			Name:  "events",
 			Usage: "list events",
@@ -114,11 +68,12 @@ func describeCommand() *cli.Command {
 		Name:  "describe",
 		Usage: "show details of a resource",
 		Subcommands: []*cli.Command{{
-			Name:      "pod",
-			Aliases:   []string{"pods", "po"},
-			Usage:     "show a pod: spec summary, conditions, container states and events",
-			ArgsUsage: "NAME",
-			Flags:     namespaceFlags[:1],
+			Name:         "pod",
+			Aliases:      []string{"pods", "po"},
+			Usage:        "show a pod: spec summary, conditions, container states and events",
+			ArgsUsage:    "NAME",
+			Flags:        namespaceFlags[:1],
+			BashComplete: completePods,
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
 					return errors.New("usage: podkeeper describe pod NAME")
@@ -151,18 +106,42 @@ func logsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its RFC3339Nano timestamp"},
 			&cli.Int64Flag{Name: "tail", Value: -1, Usage: "only the last N lines (-1: all)"},
 			&cli.DurationFlag{Name: "since", Usage: "only lines newer than this (e.g. 5m)"},
+			&cli.BoolFlag{Name: "all-containers", Usage: "every container of the pod (init containers first; with -f all at once)"},
+			&cli.BoolFlag{Name: "prefix", Usage: "prefix each line with [pod/NAME/CONTAINER]"},
 			namespaceFlags[0],
 		},
+		BashComplete: completePods,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return errors.New("usage: podkeeper logs POD [-c CONTAINER] [-f] [--previous]")
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return client(c).Logs(ctx, c.String("namespace"), c.Args().First(), api.LogOptions{
+			o := api.LogOptions{
 				Container: c.String("container"), Previous: c.Bool("previous"), Follow: c.Bool("follow"),
 				Timestamps: c.Bool("timestamps"), Tail: c.Int64("tail"), Since: c.Duration("since"),
-			}, c.App.Writer)
+			}
+			if c.Bool("all-containers") {
+				if o.Container != "" {
+					return errors.New("--all-containers and -c are mutually exclusive")
+				}
+				return allContainerLogs(ctx, client(c), c.String("namespace"), c.Args().First(), o, c.Bool("prefix"), c.App.Writer)
+			}
+			if c.Bool("prefix") {
+				p, err := client(c).Pod(ctx, c.String("namespace"), c.Args().First())
+				if err != nil {
+					return err
+				}
+				if o.Container == "" {
+					if o.Container, err = api.DefaultContainer(p); err != nil {
+						return err
+					}
+				}
+				lw := &lineWriter{mu: &sync.Mutex{}, out: c.App.Writer, prefix: []byte(fmt.Sprintf("[pod/%s/%s] ", p.Name, o.Container))}
+				defer lw.flush()
+				return client(c).Logs(ctx, p.Namespace, p.Name, o, lw)
+			}
+			return client(c).Logs(ctx, c.String("namespace"), c.Args().First(), o, c.App.Writer)
 		},
 	}
 }
@@ -172,9 +151,7 @@ func imageCommand() *cli.Command {
 		&cli.StringFlag{Name: "containerd-address", Value: "/run/containerd/containerd.sock", Usage: "containerd socket"},
 		&cli.StringFlag{Name: "containerd-namespace", Value: "podkeeper", Usage: "containerd namespace"},
 	}
-	dial := func(c *cli.Context) (*runtime.Runtime, error) {
-		return runtime.Dial(c.Context, runtime.Config{Address: c.String("containerd-address"), Namespace: c.String("containerd-namespace")})
-	}
+	dial := dialImages
 	return &cli.Command{
 		Name:  "image",
 		Usage: "manage images on the node (talks to containerd directly)",
@@ -229,8 +206,16 @@ func imageCommand() *cli.Command {
 				}
 				return nil
 			},
-		}},
+		}, imagePullCommand(flags), imageRmCommand(flags)},
 	}
+}
+
+// dialImages connects to containerd for the image commands.
+func dialImages(c *cli.Context) (*runtime.Runtime, error) {
+	return runtime.Dial(c.Context, runtime.Config{
+		Address: c.String("containerd-address"), Namespace: c.String("containerd-namespace"),
+		RegistryConfigDir: c.String("registry-config-dir"), DockerConfig: c.String("docker-config"),
+	})
 }
 
 func humanBytes(n int64) string {

@@ -27,8 +27,8 @@ func TestProbeSummary(t *testing.T) {
 			"grpc <pod>:9090 db delay=0s timeout=2s period=1s #success=1 #failure=3"},
 	}
 	for _, tc := range cases {
-		if got := probeSummary(&tc.p); got != tc.want {
-			t.Errorf("probeSummary = %q, want %q", got, tc.want)
+		if got := describeProbe(&tc.p); got != tc.want {
+			t.Errorf("describeProbe = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -30,6 +30,7 @@ func main() {
 			execCommand(),
 			imageCommand(),
 			validateCommand(),
+			completionCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",
@@ -40,7 +41,11 @@ func main() {
 			},
 		},
 	}
-	if err := app.Run(interspersed(app, os.Args)); err != nil {
+	args := os.Args
+	if n := len(args); n == 0 || args[n-1] != "--generate-bash-completion" {
+		args = interspersed(app, args) // completion needs its flag last, where the shell put it
+	}
+	if err := app.Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

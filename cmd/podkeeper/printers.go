@@ -111,20 +111,24 @@ func printPodTable(out io.Writer, pods []corev1.Pod, wide, allNamespaces bool, n
 	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for i := range pods {
-		p := &pods[i]
-		row := []string{p.Name, readyCount(p), podStatusReason(p), restarts(p, now), age(p.CreationTimestamp, now)}
-		if allNamespaces {
-			row = append([]string{p.Namespace}, row...)
-		}
-		if wide {
-			ip := p.Status.PodIP
-			if ip == "" {
-				ip = "<none>"
-			}
-			row = append(row, ip, p.Spec.NodeName)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, strings.Join(podRow(&pods[i], wide, allNamespaces, now), "\t"))
 	}
+}
+
+// podRow is one pod's row of the `get pods` table.
+func podRow(p *corev1.Pod, wide, allNamespaces bool, now time.Time) []string {
+	row := []string{p.Name, readyCount(p), podStatusReason(p), restarts(p, now), age(p.CreationTimestamp, now)}
+	if allNamespaces {
+		row = append([]string{p.Namespace}, row...)
+	}
+	if wide {
+		ip := p.Status.PodIP
+		if ip == "" {
+			ip = "<none>"
+		}
+		row = append(row, ip, p.Spec.NodeName)
+	}
+	return row
 }
 
 // describePod prints a pod the way `kubectl describe pod` lays it out.
@@ -313,7 +317,7 @@ func describeContainer(w io.Writer, c *corev1.Container, cs *corev1.ContainerSta
 		for _, e := range c.Env {
 			v := e.Value
 			if e.ValueFrom != nil {
-				v = "(from a source)"
+				v = envSource(e.ValueFrom)
 			}
 			fmt.Fprintf(w, "      %s:\t%s\n", e.Name, v)
 		}
@@ -354,4 +358,63 @@ func printEvents(out io.Writer, events []corev1.Event, now time.Time) {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, a, from, strings.TrimSpace(e.Message))
 	}
+}
+
+// envSource words an env var's valueFrom as kubectl describe does.
+func envSource(f *corev1.EnvVarSource) string {
+	switch {
+	case f.FieldRef != nil:
+		return fmt.Sprintf("(%s:%s)", orDefault(f.FieldRef.APIVersion, "v1"), f.FieldRef.FieldPath)
+	case f.ResourceFieldRef != nil:
+		return fmt.Sprintf("%s (%s:%s)", f.ResourceFieldRef.Divisor.String(), f.ResourceFieldRef.ContainerName, f.ResourceFieldRef.Resource)
+	case f.ConfigMapKeyRef != nil:
+		return fmt.Sprintf("<set to the key '%s' of config map '%s'>", f.ConfigMapKeyRef.Key, f.ConfigMapKeyRef.Name)
+	case f.SecretKeyRef != nil:
+		return fmt.Sprintf("<set to the key '%s' in secret '%s'>", f.SecretKeyRef.Key, f.SecretKeyRef.Name)
+	}
+	return "(from a source)"
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// describeProbe words a probe as kubectl describe does:
+// "http-get http://127.0.0.1:8480/ delay=0s timeout=1s period=10s #success=1 #failure=3".
+func describeProbe(p *corev1.Probe) string {
+	var what string
+	switch {
+	case p.HTTPGet != nil:
+		scheme := strings.ToLower(string(p.HTTPGet.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		what = fmt.Sprintf("http-get %s://%s:%s%s", scheme, p.HTTPGet.Host, p.HTTPGet.Port.String(), p.HTTPGet.Path)
+	case p.TCPSocket != nil:
+		what = fmt.Sprintf("tcp-socket %s:%s", p.TCPSocket.Host, p.TCPSocket.Port.String())
+	case p.GRPC != nil:
+		what = fmt.Sprintf("grpc <pod>:%d %s", p.GRPC.Port, orDefault(ptrString(p.GRPC.Service), ""))
+	case p.Exec != nil:
+		what = fmt.Sprintf("exec %v", p.Exec.Command)
+	default:
+		what = "unknown"
+	}
+	num := func(v, d int32) int32 {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	return fmt.Sprintf("%s delay=%ds timeout=%ds period=%ds #success=%d #failure=%d", strings.TrimSpace(what), p.InitialDelaySeconds,
+		num(p.TimeoutSeconds, 1), num(p.PeriodSeconds, 10), num(p.SuccessThreshold, 1), num(p.FailureThreshold, 3))
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

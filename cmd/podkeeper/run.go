@@ -57,6 +57,9 @@ func runCommand() *cli.Command {
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry-config-dir", Value: defaultRegistryConfigDir, Usage: "registry hosts in containerd's hosts.toml layout (<dir>/<host>/hosts.toml: mirrors, plain-HTTP registries, CAs)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
 	}
 	return &cli.Command{
 		Name:   "run",
@@ -179,6 +182,9 @@ func runAgent(c *cli.Context) error {
 
 	// The API answers (with no pods) while containerd is still being waited for.
 	backend := &lateBackend{errs: errs}
+	if err := startMetrics(ctx, c.String("metrics-address"), backend, &wg, log); err != nil {
+		return err // before any goroutine of ours runs: a bad address fails at once
+	}
 	srv := api.NewServer(backend, log)
 	wg.Add(1)
 	go func() {
@@ -190,12 +196,14 @@ func runAgent(c *cli.Context) error {
 	}()
 
 	rt, err := runtime.Connect(ctx, runtime.Config{
-		Address:     address,
-		Namespace:   c.String("containerd-namespace"),
-		RootDir:     root,
-		PauseBinary: pause,
-		Logger:      log,
-		Network:     networkConfig(c, root),
+		Address:           address,
+		Namespace:         c.String("containerd-namespace"),
+		RootDir:           root,
+		PauseBinary:       pause,
+		Logger:            log,
+		RegistryConfigDir: c.String("registry-config-dir"),
+		DockerConfig:      c.String("docker-config"),
+		Network:           networkConfig(c, root),
 		DNS: runtime.DNSConfig{
 			ClusterDNS:    c.StringSlice("cluster-dns"),
 			ClusterDomain: c.String("cluster-domain"),

@@ -64,6 +64,7 @@ type agent struct {
 	out       *os.File
 	bridge    string // the agent's own CNI bridge and pod subnet, never the host's defaults
 	subnet    string
+	extra     []string // more `podkeeper run` flags
 }
 
 func startAgent(t testing.TB, ns string) *agent {
@@ -72,14 +73,14 @@ func startAgent(t testing.TB, ns string) *agent {
 }
 
 // startAgentAt starts an agent against the containerd at address (which may not answer yet).
-func startAgentAt(t testing.TB, ns, address string) *agent {
+func startAgentAt(t testing.TB, ns, address string, extra ...string) *agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "pke-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
-		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address}
+		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address, extra: extra}
 	a.bridge, a.subnet = agentNetwork()
 	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -100,11 +101,12 @@ func (a *agent) start() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run",
+	args := append([]string{"run",
 		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
 		"--containerd-address", a.address, "--containerd-namespace", a.ns,
 		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s",
-		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet)
+		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet}, a.extra...)
+	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		a.t.Fatal(err)

@@ -228,12 +228,73 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) {
 	if f, ok := w.(http.Flusher); ok && opts.Follow {
 		out = flushWriter{w, f}
 	}
+	if opts.Follow && q.Get("previous") != "true" {
+		s.followAcrossRestarts(r.Context(), p, container, path, opts, out)
+		return
+	}
 	if err := crilog.ReadLog(r.Context(), path, opts, out); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			writeError(w, fmt.Errorf("log of container %s in pod %s %w (%s)", container, p.Name, podrunner.ErrNotFound, path))
 			return
 		}
 		s.log.Warn("read log", "path", path, "err", err)
+	}
+}
+
+// followPoll is how often a follow checks whether the container was restarted.
+var followPoll = time.Second
+
+// followAcrossRestarts follows the container's current log and, when the container is
+// restarted (a new instance, a new log file), goes on with the new instance's output from its
+// start, until the client goes away. (kubectl's follow ends with the instance; a restart here
+// shows as the next lines.)
+func (s *Server) followAcrossRestarts(ctx context.Context, p *corev1.Pod, container, path string, opts crilog.ReadOptions, out io.Writer) {
+	poll := followPoll
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithCancel(ctx)
+		next := make(chan string, 1)
+		go func() {
+			t := time.NewTicker(poll)
+			defer t.Stop()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-t.C:
+				}
+				np, err := s.b.ContainerLogPath(rctx, p, container, false)
+				if err == nil && np != path {
+					// Let the reader drain what the old instance wrote last, then switch.
+					select {
+					case <-rctx.Done():
+					case <-time.After(poll):
+					}
+					next <- np
+					cancel()
+					return
+				}
+			}
+		}()
+		err := crilog.ReadLog(rctx, path, opts, out)
+		cancel()
+		if err != nil && !errors.Is(err, os.ErrNotExist) && ctx.Err() == nil {
+			s.log.Warn("follow log", "path", path, "err", err)
+		}
+		select {
+		case np := <-next:
+			path = np
+			opts.Tail, opts.Since = -1, time.Time{} // all of the new instance's output
+		default:
+			if errors.Is(err, os.ErrNotExist) && ctx.Err() == nil {
+				// no log file yet: wait for one
+				select {
+				case <-ctx.Done():
+				case <-time.After(poll):
+				}
+				continue
+			}
+			return
+		}
 	}
 }
 

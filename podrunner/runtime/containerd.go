@@ -44,6 +44,12 @@ type Config struct {
 	Logger      *slog.Logger
 	Network     NetworkConfig // pod networking through CNI; zero: loopback-only pod namespaces
 	DNS         DNSConfig     // what /etc/resolv.conf and /etc/hosts of pods are made from
+	// RegistryConfigDir holds per-registry hosts.toml files (containerd's layout: mirrors,
+	// plain-HTTP hosts, CAs); empty: the defaults (HTTPS, localhost may fall back to HTTP).
+	RegistryConfigDir string
+	// DockerConfig is a docker config.json with node-wide registry credentials; may be empty or
+	// missing. Read at every pull.
+	DockerConfig string
 }
 
 // Runtime implements podrunner.Runtime on containerd.

@@ -14,12 +14,14 @@ import (
 
 	tasktypes "github.com/containerd/containerd/api/types/task"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podkeeper/podkeeper/podrunner"
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 )
 
 func processStatus(s tasktypes.Status) containerd.ProcessStatus {
@@ -55,7 +57,7 @@ func NormalizeRef(ref string) (string, error) {
 // air-gapped box works with IfNotPresent. Unlike the kubelet, a failed Always pull falls back to a
 // local copy when there is one (with a warning): an offline edge box keeps running its `:latest`
 // images instead of failing with ErrImagePull.
-func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (podrunner.ImageResult, error) {
+func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy, opts podrunner.PullOptions) (podrunner.ImageResult, error) {
 	ctx = r.ctx(ctx)
 	full, err := NormalizeRef(ref)
 	if err != nil {
@@ -72,8 +74,12 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 	case policy == corev1.PullNever && !present:
 		return res, fmt.Errorf("ErrImageNeverPull: image %s is not present on the node and imagePullPolicy is Never", full)
 	case policy == corev1.PullAlways || !present:
+		if opts.OnPull != nil {
+			opts.OnPull()
+		}
 		start := time.Now()
-		pulled, perr := r.client.Pull(ctx, full, containerd.WithPullUnpack, containerd.WithPullSnapshotter(r.cfg.Snapshotter))
+		pulled, perr := r.pull(ctx, full, opts)
+		metrics.ObserveImagePull(time.Since(start), perr)
 		if perr != nil {
 			if present && policy == corev1.PullAlways {
 				res.Warning = fmt.Sprintf("pull of %s failed, using the copy on the node: %v", full, perr)
@@ -95,6 +101,47 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 	}
 	res.ID = img.Target().Digest.String()
 	return res, nil
+}
+
+// Pull fetches ref from its registry whatever is on the node (`podkeeper image pull`), with the
+// node's registry configuration and credentials (and secrets, when given). Unlike EnsureImage
+// it never falls back to a local copy: a failed pull is an error.
+func (r *Runtime) Pull(ctx context.Context, ref string, opts podrunner.PullOptions) (podrunner.ImageResult, error) {
+	ctx = r.ctx(ctx)
+	full, err := NormalizeRef(ref)
+	if err != nil {
+		return podrunner.ImageResult{}, err
+	}
+	res := podrunner.ImageResult{Ref: full}
+	start := time.Now()
+	img, err := r.pull(ctx, full, opts)
+	metrics.ObserveImagePull(time.Since(start), err)
+	if err != nil {
+		return res, fmt.Errorf("ErrImagePull: pull %s: %w", full, err)
+	}
+	res.Pulled, res.Duration, res.ID = true, time.Since(start), img.Target().Digest.String()
+	if sz, err := img.Size(ctx); err == nil {
+		res.Size = sz
+	}
+	return res, nil
+}
+
+// RemoveImage deletes an image by reference (short names are normalised). Its content is
+// garbage-collected by containerd once nothing else uses it. Removing an image that is not
+// there returns an error wrapping podrunner.ErrNotFound.
+func (r *Runtime) RemoveImage(ctx context.Context, ref string) (string, error) {
+	ctx = r.ctx(ctx)
+	full, err := NormalizeRef(ref)
+	if err != nil {
+		return "", err
+	}
+	if err := r.client.ImageService().Delete(ctx, full, images.SynchronousDelete()); err != nil {
+		if errdefs.IsNotFound(err) {
+			return full, fmt.Errorf("image %s %w", full, podrunner.ErrNotFound)
+		}
+		return full, fmt.Errorf("remove image %s: %w", full, err)
+	}
+	return full, nil
 }
 
 // imageConfig reads the OCI image config (entrypoint, cmd, env, workdir).

@@ -88,7 +88,7 @@ func startAll(t *testing.T, rt *Runtime, ctx context.Context, pod *corev1.Pod, l
 	var errs []error
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if _, err := rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy); err != nil {
+		if _, err := rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, podrunner.PullOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := rt.StartContainer(ctx, podrunner.StartRequest{

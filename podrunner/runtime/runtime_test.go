@@ -93,7 +93,7 @@ func startPod(t *testing.T, rt *Runtime, ctx context.Context, pod *corev1.Pod, l
 	var out []podrunner.ContainerRecord
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if _, err := rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy); err != nil {
+		if _, err := rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, podrunner.PullOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := rt.StartContainer(ctx, podrunner.StartRequest{
@@ -318,14 +318,14 @@ func TestContainerThatCannotStartIsRecordedAsExit(t *testing.T) {
 
 func TestEnsureImagePolicies(t *testing.T) {
 	rt, ctx := newRuntime(t)
-	if res, err := rt.EnsureImage(ctx, "busybox", corev1.PullNever); err != nil || res.ID == "" || res.Pulled {
+	if res, err := rt.EnsureImage(ctx, "busybox", corev1.PullNever, podrunner.PullOptions{}); err != nil || res.ID == "" || res.Pulled {
 		t.Fatalf("Never with a local image: %+v %v", res, err)
 	}
-	if _, err := rt.EnsureImage(ctx, "example.invalid/none:1", corev1.PullNever); err == nil || !strings.Contains(err.Error(), "ErrImageNeverPull") {
+	if _, err := rt.EnsureImage(ctx, "example.invalid/none:1", corev1.PullNever, podrunner.PullOptions{}); err == nil || !strings.Contains(err.Error(), "ErrImageNeverPull") {
 		t.Fatalf("Never without the image: %v", err)
 	}
 	// Always with no registry reachable falls back to the local copy, with a warning.
-	res, err := rt.EnsureImage(ctx, "127.0.0.1:1/busybox:latest", corev1.PullAlways)
+	res, err := rt.EnsureImage(ctx, "127.0.0.1:1/busybox:latest", corev1.PullAlways, podrunner.PullOptions{})
 	if err == nil {
 		t.Fatalf("pull from a closed port succeeded: %+v", res)
 	}
