@@ -30,6 +30,8 @@ func podStatusReason(p *corev1.Pod) string {
 	initializing := false
 	for i, cs := range p.Status.InitContainerStatuses {
 		switch {
+		case isSidecar(p, cs.Name) && (cs.Started != nil && *cs.Started || cs.State.Running != nil):
+			continue // a started sidecar is done initialising, as kubectl counts it
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			continue
 		case cs.State.Terminated != nil:
@@ -88,14 +90,36 @@ func restarts(p *corev1.Pod, now time.Time) string {
 	return fmt.Sprint(n)
 }
 
+// readyCount is the READY column: ready/total of the app containers and the sidecars (init
+// containers with restartPolicy Always), as kubectl counts them.
 func readyCount(p *corev1.Pod) string {
-	ready := 0
+	ready, total := 0, len(p.Spec.Containers)
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			total++
+		}
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Ready && isSidecar(p, cs.Name) {
+			ready++
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Ready {
 			ready++
 		}
 	}
-	return fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers))
+	return fmt.Sprintf("%d/%d", ready, total)
+}
+
+// isSidecar reports whether init container name of p is a sidecar (restartPolicy Always).
+func isSidecar(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
 }
 
 // printPodTable prints pods as `kubectl get pods` does (wide adds IP and NODE).

@@ -221,3 +221,27 @@ func TestDescribePod(t *testing.T) {
 		t.Errorf("no events: %s", out.String())
 	}
 }
+
+// A started sidecar (init container with restartPolicy Always) no longer holds the pod in Init,
+// and it counts in READY, as kubectl shows it.
+func TestSidecarInStatusAndReady(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := printPod(corev1.PodRunning, []corev1.ContainerState{terminated(0, "Completed"), running()}, running())
+	pod.Spec.InitContainers[1].RestartPolicy = &always
+	pod.Status.InitContainerStatuses[1].Ready = true
+	pod.Status.ContainerStatuses[0].Ready = true
+	if got := podStatusReason(pod); got != "Running" {
+		t.Errorf("status with a running sidecar = %q, want Running", got)
+	}
+	if got := readyCount(pod); got != "2/2" {
+		t.Errorf("READY with a ready sidecar = %q, want 2/2", got)
+	}
+	pod.Status.InitContainerStatuses[1].State = waiting("ContainerCreating")
+	pod.Status.InitContainerStatuses[1].Ready = false
+	if got := podStatusReason(pod); got != "Init:ContainerCreating" {
+		t.Errorf("status with a sidecar not started = %q", got)
+	}
+	if got := readyCount(pod); got != "1/2" {
+		t.Errorf("READY = %q, want 1/2", got)
+	}
+}
