@@ -18,7 +18,6 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 	"golang.org/x/term"
 
-	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/api"
 	"github.com/podkeeper/podkeeper/podrunner/runtime"
@@ -54,9 +53,6 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster domain of pod FQDNs and ClusterFirst search paths"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "host resolv.conf that dnsPolicy Default copies"}),
 
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-parent", Value: "podkeeper", Usage: "cgroup all pods live under: <parent>/{burstable,besteffort}/pod<uid>, Guaranteed pods directly under it. Empty: no pod cgroups or limits"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-driver", Value: "cgroupfs", Usage: "cgroupfs or systemd (slices; use what containerd's runc uses: SystemdCgroup)"}),
-		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "pod-pids-limit", Usage: "pids.max of each pod's cgroup (0: no limit)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "strict-permissions", Usage: "refuse manifests a non-root user or group can write (default: warn loudly)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
@@ -199,12 +195,7 @@ func runAgent(c *cli.Context) error {
 		}
 	}()
 
-	res, err := resourcesConfig(c)
-	if err != nil {
-		return err
-	}
 	rt, err := runtime.Connect(ctx, runtime.Config{
-		Resources:         res,
 		Address:           address,
 		Namespace:         c.String("containerd-namespace"),
 		RootDir:           root,
@@ -325,17 +316,4 @@ func (m *manifestErrors) get() []api.ManifestError {
 		out = append(out, api.ManifestError{Path: e.Path, Error: e.Error(), KeptLastGood: e.KeptLastGood})
 	}
 	return out
-}
-
-// resourcesConfig is the pod cgroup placement the flags ask for.
-func resourcesConfig(c *cli.Context) (runtime.Resources, error) {
-	driver, err := cgroup.ParseDriver(c.String("cgroup-driver"))
-	if err != nil {
-		return runtime.Resources{}, err
-	}
-	res := runtime.Resources{PodPidsLimit: c.Int64("pod-pids-limit")}
-	if c.String("cgroup-parent") != "" {
-		res.Cgroups = cgroup.NewManager(cgroup.Tree{Parent: c.String("cgroup-parent"), Driver: driver})
-	}
-	return res, nil
 }

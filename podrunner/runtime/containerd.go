@@ -36,12 +36,11 @@ import (
 
 // Config says where containerd is and where podkeeper keeps its files.
 type Config struct {
-	Address     string    // containerd socket
-	Namespace   string    // containerd namespace of podkeeper's containers
-	RootDir     string    // podkeeper's root: pods/, fifo/, sandbox/, images/
-	PauseBinary string    // static binary run as each pod's sandbox process
-	Resources   Resources // pod cgroups and limits; zero: runc's default placement, no limits
-	Snapshotter string    // default overlayfs
+	Address     string // containerd socket
+	Namespace   string // containerd namespace of podkeeper's containers
+	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
+	PauseBinary string // static binary run as each pod's sandbox process
+	Snapshotter string // default overlayfs
 	Logger      *slog.Logger
 	Network     NetworkConfig // pod networking through CNI; zero: loopback-only pod namespaces
 	DNS         DNSConfig     // what /etc/resolv.conf and /etc/hosts of pods are made from
@@ -63,10 +62,6 @@ type Runtime struct {
 	mu      sync.Mutex
 	running map[string]*taskIO // container ID -> log copier of a live task
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
-	oomed   map[string]bool    // containers a /tasks/oom event was seen for
-
-	oom     oomPolicy
-	oomWarn sync.Once
 
 	images *imageImporter
 	net    *podNetwork // nil without CNI
@@ -152,8 +147,6 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 		exits:   make(chan podrunner.ExitEvent, 1024),
 		running: map[string]*taskIO{},
 		podOf:   map[string]string{},
-		oomed:   map[string]bool{},
-		oom:     newOOMPolicy(),
 	}
 	r.images = newImageImporter(r, filepath.Join(cfg.RootDir, "images"))
 	if cfg.Network.ConfDir != "" {
@@ -183,7 +176,7 @@ func (r *Runtime) Exits() <-chan podrunner.ExitEvent { return r.exits }
 func (r *Runtime) watchExits(ctx context.Context) {
 	for ctx.Err() == nil {
 		sub, cancel := context.WithCancel(ctx)
-		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit",namespace==`+r.cfg.Namespace, `topic=="/tasks/oom",namespace==`+r.cfg.Namespace)
+		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit"`, `namespace==`+r.cfg.Namespace)
 	loop:
 		for {
 			select {
@@ -201,12 +194,6 @@ func (r *Runtime) watchExits(ctx context.Context) {
 				}
 				v, err := typeurl.UnmarshalAny(env.Event)
 				if err != nil {
-					continue
-				}
-				if oom, ok := v.(*eventsapi.TaskOOM); ok {
-					r.mu.Lock()
-					r.oomed[oom.ContainerID] = true
-					r.mu.Unlock()
 					continue
 				}
 				e, ok := v.(*eventsapi.TaskExit)
@@ -354,15 +341,9 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	opts = append(opts, netOpts...)
-	cgOpts, err := r.sandboxCgroupOpts(pod, id)
-	if err != nil {
-		undoNet()
-		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	opts = append(opts, cgOpts...)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
-		r.runcOptions(),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
 		containerd.WithNewSpec(opts...),
 	)
 	if err != nil {
@@ -431,7 +412,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		containerd.WithImageStopSignal(image, "SIGTERM"),
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithContainerLabels(labels),
-		r.runcOptions(),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
 		containerd.WithNewSpec(specOpts...),
 	)
 	if err != nil {
@@ -560,7 +541,6 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if ctr.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
-	opts = append(opts, r.containerCgroupOpts(pod, ctr, containerID(string(pod.UID), ctr.Name, req.Attempt))...)
 	return opts, nil
 }
 
@@ -728,8 +708,6 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		return podrunner.ContainerRecord{}, fmt.Errorf("labels of %s: %w", id, err)
 	}
 	if task != nil {
-		spec, _ := c.Spec(ctx)
-		oomKilled := r.oomKilled(id, spec)
 		st, err := task.Delete(ctx)
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
@@ -750,9 +728,6 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 				LabelFinishedAt: formatTime(at),
 				LabelExitCode:   strconv.Itoa(int(code)),
 				LabelReason:     exitReason(code),
-			}
-			if oomKilled && code != 0 {
-				upd[LabelReason] = "OOMKilled"
 			}
 			if msg := terminationMessage(labels, code); msg != "" {
 				upd[LabelMessage] = msg
@@ -838,7 +813,6 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	}
 	r.mu.Lock()
 	delete(r.podOf, id)
-	delete(r.oomed, id)
 	r.mu.Unlock()
 	return nil
 }
@@ -850,11 +824,6 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	}
 	if err := unmountPodShms(r.cfg.RootDir, uid); err != nil {
 		return err
-	}
-	if m := r.cfg.Resources.Cgroups; m != nil {
-		if err := m.RemovePod(uid); err != nil {
-			r.log.Warn("pod cgroup not removed", "pod-uid", uid, "err", err)
-		}
 	}
 	dir := podDir(r.cfg.RootDir, uid)
 	if err := unmountUnder(dir); err != nil {
@@ -895,11 +864,6 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 				rec.State = podrunner.StateExited
 				rec.ExitCode = int32(t.exitStatus)
 				rec.Reason = exitReason(rec.ExitCode)
-				r.mu.Lock()
-				if r.oomed[c.ID] && rec.ExitCode != 0 {
-					rec.Reason = "OOMKilled"
-				}
-				r.mu.Unlock()
 				if rec.FinishedAt.IsZero() {
 					rec.FinishedAt = t.exitedAt
 				}
