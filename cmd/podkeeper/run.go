@@ -48,6 +48,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
 	}
+	flags = append(flags, resourceFlags()...)
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent: keep the pods of the manifest directory running",
@@ -179,7 +180,12 @@ func runAgent(c *cli.Context) error {
 		}
 	}()
 
+	cgroups, err := newCgroupManager(c, log)
+	if err != nil {
+		return err
+	}
 	rt, err := runtime.Connect(ctx, runtime.Config{
+		Cgroups:     cgroups,
 		Address:     address,
 		Namespace:   c.String("containerd-namespace"),
 		RootDir:     root,

@@ -30,17 +30,19 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/crilog"
 )
 
 // Config says where containerd is and where podkeeper keeps its files.
 type Config struct {
-	Address     string // containerd socket
-	Namespace   string // containerd namespace of podkeeper's containers
-	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
-	PauseBinary string // static binary run as each pod's sandbox process
-	Snapshotter string // default overlayfs
+	Address     string          // containerd socket
+	Namespace   string          // containerd namespace of podkeeper's containers
+	RootDir     string          // podkeeper's root: pods/, fifo/, sandbox/, images/
+	PauseBinary string          // static binary run as each pod's sandbox process
+	Snapshotter string          // default overlayfs
+	Cgroups     *cgroup.Manager // pod cgroup tree and limits; nil: containerd's defaults (cgroups.go)
 	Logger      *slog.Logger
 }
 
@@ -54,6 +56,7 @@ type Runtime struct {
 	mu      sync.Mutex
 	running map[string]*taskIO // container ID -> log copier of a live task
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
+	oomed   map[string]bool    // container IDs containerd reported an OOM kill for
 
 	images *imageImporter
 	// collectLogs: this runtime is the agent's and collects running tasks' output (re-attaching
@@ -159,7 +162,7 @@ func (r *Runtime) Exits() <-chan podrunner.ExitEvent { return r.exits }
 func (r *Runtime) watchExits(ctx context.Context) {
 	for ctx.Err() == nil {
 		sub, cancel := context.WithCancel(ctx)
-		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit"`, `namespace==`+r.cfg.Namespace)
+		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit",namespace==`+r.cfg.Namespace, `topic=="/tasks/oom",namespace==`+r.cfg.Namespace)
 	loop:
 		for {
 			select {
@@ -177,6 +180,10 @@ func (r *Runtime) watchExits(ctx context.Context) {
 				}
 				v, err := typeurl.UnmarshalAny(env.Event)
 				if err != nil {
+					continue
+				}
+				if oom, ok := v.(*eventsapi.TaskOOM); ok {
+					r.noteOOM(oom.ContainerID)
 					continue
 				}
 				e, ok := v.(*eventsapi.TaskExit)
@@ -318,6 +325,11 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		oci.WithoutRunMount,
 	}
 	opts = append(opts, hostnameOpts(pod)...)
+	cgOpts, err := r.sandboxCgroupOpts(pod, id)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	opts = append(opts, cgOpts...)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
 		containerd.WithRuntime("io.containerd.runc.v2", nil),
@@ -500,6 +512,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if ctr.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
+	opts = append(opts, r.containerCgroupOpts(pod, ctr, containerID(string(pod.UID), ctr.Name, req.Attempt))...)
 	return opts, nil
 }
 
@@ -656,6 +669,10 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		return podrunner.ContainerRecord{}, fmt.Errorf("labels of %s: %w", id, err)
 	}
 	if task != nil {
+		var oomKilled bool
+		if st, err := task.Status(ctx); err == nil && st.Status == containerd.Stopped {
+			oomKilled = r.wasOOMKilled(labels[LabelPodUID], id, int32(st.ExitStatus))
+		}
 		st, err := task.Delete(ctx)
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
@@ -676,6 +693,9 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 				LabelFinishedAt: formatTime(at),
 				LabelExitCode:   strconv.Itoa(int(code)),
 				LabelReason:     exitReason(code),
+			}
+			if oomKilled {
+				upd[LabelReason] = "OOMKilled"
 			}
 			if labels, err = c.SetLabels(ctx, upd); err != nil {
 				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
@@ -758,6 +778,7 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return fmt.Errorf("bad pod uid %q", uid)
 	}
+	r.removePodCgroup(uid)
 	return os.RemoveAll(podDir(r.cfg.RootDir, uid))
 }
 
