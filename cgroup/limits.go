@@ -234,8 +234,8 @@ func (r Resources) Spec() *specs.LinuxResources {
 		}
 	}
 	if r.Memory > 0 {
-		m := r.Memory
-		out.Memory = &specs.LinuxMemory{Limit: &m}
+		m, swap := r.Memory, r.Memory // no swap on top of the limit, as the CRI sets it
+		out.Memory = &specs.LinuxMemory{Limit: &m, Swap: &swap}
 	}
 	if r.PidsLimit > 0 {
 		p := r.PidsLimit
