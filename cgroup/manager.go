@@ -73,6 +73,7 @@ type Manager struct {
 	v1Subsys  []string
 	mu        sync.Mutex
 	qosReady  map[corev1.PodQOSClass]bool
+	prev      map[string]Usage // last usage sample per cgroup path, for CPU rates
 	memoryCap int64
 }
 
@@ -198,6 +199,13 @@ func (m *Manager) RemovePod(uid types.UID) error {
 	var errs []error
 	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
 		dir := m.cfg.Layout.PodDir(qos, uid)
+		m.mu.Lock()
+		for k := range m.prev {
+			if k == dir || strings.HasPrefix(k, dir+"/") {
+				delete(m.prev, k)
+			}
+		}
+		m.mu.Unlock()
 		for _, base := range m.bases() {
 			if err := removeTree(filepath.Join(base, dir)); err != nil {
 				errs = append(errs, err)

@@ -29,6 +29,7 @@ func main() {
 			logsCommand(),
 			imageCommand(),
 			validateCommand(),
+			topCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -169,7 +169,11 @@ func runAgent(c *cli.Context) error {
 	errs := &manifestErrors{}
 
 	// The API answers (with no pods) while containerd is still being waited for.
-	backend := &lateBackend{errs: errs}
+	cgroups, err := newCgroupManager(c, log)
+	if err != nil {
+		return err
+	}
+	backend := &lateBackend{errs: errs, node: node, cg: cgroups}
 	srv := api.NewServer(backend, log)
 	wg.Add(1)
 	go func() {
@@ -180,10 +184,6 @@ func runAgent(c *cli.Context) error {
 		}
 	}()
 
-	cgroups, err := newCgroupManager(c, log)
-	if err != nil {
-		return err
-	}
 	rt, err := runtime.Connect(ctx, runtime.Config{
 		Cgroups:     cgroups,
 		Address:     address,

@@ -123,6 +123,18 @@ func TestContainersLandInTheirPodCgroupWithLimits(t *testing.T) {
 			if got := strings.TrimSpace(string(b)); got != fmt.Sprint(tc.oom) {
 				t.Errorf("oom_score_adj = %s, want %d", got, tc.oom)
 			}
+			// Usage from the same cgroups: two samples give a CPU rate.
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + ctrs[0].ID,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			cg.PodStats(pod)
+			time.Sleep(100 * time.Millisecond)
+			ps := cg.PodStats(pod)
+			if ps.Memory == nil || *ps.Memory.UsageBytes == 0 || ps.CPU == nil || ps.CPU.UsageNanoCores == nil {
+				t.Errorf("pod stats without memory or CPU rate: %+v", ps)
+			}
+			if len(ps.Containers) != 1 || ps.Containers[0].Memory == nil || *ps.Containers[0].Memory.WorkingSetBytes == 0 || *ps.Containers[0].Memory.WorkingSetBytes > *ps.Memory.UsageBytes {
+				t.Errorf("container stats: %+v", ps.Containers)
+			}
 			// The pod's end removes its cgroup.
 			for _, rec := range append(ctrs, sb) {
 				if err := rt.StopContainer(ctx, rec.ID, time.Second); err != nil {
