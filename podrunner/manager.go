@@ -27,7 +27,9 @@ type Config struct {
 	HostIP   string
 	Backoff  BackoffPolicy // zero: DefaultBackoff
 	Resync   time.Duration // safety-net relist of each pod; zero: 30s
-	Logger   *slog.Logger
+	// Allocatable enables admission (admission.go): pods start only when their requests fit.
+	Allocatable corev1.ResourceList
+	Logger      *slog.Logger
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.
@@ -40,14 +42,15 @@ type Manager struct {
 	updates chan []*corev1.Pod // latest snapshot wins
 	ready   chan struct{}      // closed once the first snapshot is applied
 
-	mu      sync.Mutex
-	workers map[types.UID]*worker
-	byName  map[string]*worker     // namespace/name -> the live instance (running or terminating)
-	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
-	status  map[types.UID]*corev1.Pod
-	seen    map[types.UID]time.Time
-	ctx     context.Context
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	workers  map[types.UID]*worker
+	byName   map[string]*worker     // namespace/name -> the live instance (running or terminating)
+	pending  map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
+	status   map[types.UID]*corev1.Pod
+	seen     map[types.UID]time.Time
+	admitted map[string]*corev1.Pod // pod UID -> admitted pod (admission.go)
+	ctx      context.Context
+	wg       sync.WaitGroup
 }
 
 // NewManager returns a manager; call Run to start it and Update to feed it.
@@ -251,6 +254,7 @@ func (m *Manager) workerDone(w *worker) {
 	delete(m.workers, w.uid)
 	delete(m.status, w.uid)
 	delete(m.seen, w.uid)
+	m.releaseAdmissionLocked(w)
 	if m.byName[w.fullName] == w {
 		delete(m.byName, w.fullName)
 	}
