@@ -18,6 +18,7 @@ type lateBackend struct {
 	errs *manifestErrors
 	cg   *cgroup.Manager // usage for /stats/summary (top.go); nil without pod cgroups
 	node string
+	info nodeInfo // capacity and allocatable (node.go)
 	mu   sync.Mutex
 	m    *podrunner.Manager
 }

@@ -199,7 +199,16 @@ func runAgent(c *cli.Context) error {
 	log.Info("connected to containerd", "address", address, "namespace", c.String("containerd-namespace"))
 	rt.ImportDir(ctx)
 
-	mgr = podrunner.NewManager(podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}, rt, rec)
+	capacity, allocatable, err := nodeResources(c)
+	if err != nil {
+		return err
+	}
+	backend.setNode(capacity, allocatable)
+	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}
+	if c.Bool("admission") {
+		mcfg.Allocatable = allocatable
+	}
+	mgr = podrunner.NewManager(mcfg, rt, rec)
 	backend.set(mgr)
 
 	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log))

@@ -8,6 +8,7 @@
 //	GET /events[?uid=UID]                         v1.EventList
 //	GET /manifest-errors                          manifest files that could not be used
 //	GET /stats/summary                            CPU and memory usage (the kubelet's summary shape)
+//	GET /node                                     v1.Node: capacity, allocatable, conditions
 package api
 
 import (
@@ -66,6 +67,7 @@ func NewServer(b Backend, log *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /pods/{ns}/{name}/log", s.podLog)
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /stats/summary", s.statsSummary)
+	s.mux.HandleFunc("GET /node", s.node)
 	s.mux.HandleFunc("GET /manifest-errors", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, b.ManifestErrors()) })
 	return s
 }
