@@ -20,7 +20,7 @@ import (
 func resourceFlags() []cli.Flag {
 	return []cli.Flag{
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "cgroups-per-qos", Value: true, Usage: "put pods in podkeeper's cgroup tree (<parent>/{burstable,besteffort}/pod<uid>) with pod and container limits; false: containerd's default cgroups, no limits"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-parent", Value: cgroup.DefaultParent, Usage: "name of podkeeper's top cgroup"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-parent", Value: cgroup.DefaultParent, EnvVars: []string{"PODKEEPER_CGROUP_PARENT"}, Usage: "name of podkeeper's top cgroup"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-driver", Value: string(cgroup.DriverCgroupfs), Usage: "cgroupfs or systemd (slices; match containerd's SystemdCgroup setting)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-root", Value: "/sys/fs/cgroup", Usage: "where the cgroup hierarchies are mounted"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "system-reserved", Usage: "resources kept for the system, e.g. cpu=500m,memory=512Mi (taken off the allocatable)"}),
