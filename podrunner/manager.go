@@ -30,7 +30,9 @@ type Config struct {
 	HostIP   string
 	Backoff  BackoffPolicy // zero: DefaultBackoff
 	Resync   time.Duration // safety-net relist of each pod; zero: 30s
-	Logger   *slog.Logger
+	// Allocatable enables admission (admission.go): pods start only when their requests fit.
+	Allocatable corev1.ResourceList
+	Logger      *slog.Logger
 	// Lookup finds ConfigMaps and Secrets for env and volumes until the first UpdateConfig;
 	// nil finds nothing.
 	Lookup ConfigLookup
@@ -51,16 +53,17 @@ type Manager struct {
 	heldNames atomic.Pointer[map[string]bool]
 	ready     chan struct{} // closed once the first snapshot is applied
 
-	mu      sync.Mutex
-	workers map[types.UID]*worker
-	byName  map[string]*worker     // namespace/name -> the live instance (running or terminating)
-	pending map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
-	status  map[types.UID]*corev1.Pod
-	seen    map[types.UID]time.Time
-	held    map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
-	started map[types.UID]bool     // pods whose start latency was observed (metrics)
-	ctx     context.Context
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	workers  map[types.UID]*worker
+	byName   map[string]*worker     // namespace/name -> the live instance (running or terminating)
+	pending  map[string]*corev1.Pod // namespace/name -> next instance, waiting for the old to end
+	status   map[types.UID]*corev1.Pod
+	seen     map[types.UID]time.Time
+	held     map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
+	started  map[types.UID]bool     // pods whose start latency was observed (metrics)
+	admitted map[string]*corev1.Pod // pod UID -> admitted pod (admission.go)
+	ctx      context.Context
+	wg       sync.WaitGroup
 }
 
 // NewManager returns a manager; call Run to start it and Update to feed it.
@@ -276,6 +279,7 @@ func (m *Manager) workerDone(w *worker) {
 	delete(m.status, w.uid)
 	delete(m.seen, w.uid)
 	delete(m.started, w.uid)
+	m.releaseAdmissionLocked(w)
 	if m.byName[w.fullName] == w {
 		delete(m.byName, w.fullName)
 	}

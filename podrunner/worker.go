@@ -45,6 +45,7 @@ type worker struct {
 	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
 	reported   map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
+	rejected   string                  // admission refusal reason last reported (admission.go)
 }
 
 // restartMemo remembers the backoff decision for the newest exited instance of a container.
@@ -239,6 +240,9 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 		if err != nil {
 			w.log.Warn("cannot read pod state from the runtime", "err", err)
 			return now.Add(2 * time.Second)
+		}
+		if !w.admitted(pod, v) {
+			return now.Add(AdmissionRetry)
 		}
 		if w.syncProbes(ctx, pod, v) {
 			continue // a container failed its liveness probe and was stopped: look again

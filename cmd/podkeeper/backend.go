@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/api"
 )
@@ -15,6 +16,9 @@ import (
 // lateBackend serves the API before the manager exists (while containerd is awaited): no pods yet.
 type lateBackend struct {
 	errs *manifestErrors
+	cg   *cgroup.Manager // usage for /stats/summary (top.go); nil without pod cgroups
+	node string
+	info nodeInfo // capacity and allocatable (node.go)
 	mu   sync.Mutex
 	m    *podrunner.Manager
 }

@@ -90,7 +90,7 @@ func describeCommand() *cli.Command {
 				describePod(c.App.Writer, p, ev.Items, time.Now())
 				return nil
 			},
-		}},
+		}, describeNodeCommand()},
 	}
 }
 

@@ -31,6 +31,7 @@ func main() {
 			imageCommand(),
 			validateCommand(),
 			completionCommand(),
+			topCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -61,6 +61,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry-config-dir", Value: defaultRegistryConfigDir, Usage: "registry hosts in containerd's hosts.toml layout (<dir>/<host>/hosts.toml: mirrors, plain-HTTP registries, CAs)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
 	}
+	flags = append(flags, resourceFlags()...)
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent: keep the pods of the manifest directory running",
@@ -181,7 +182,11 @@ func runAgent(c *cli.Context) error {
 	errs := &manifestErrors{}
 
 	// The API answers (with no pods) while containerd is still being waited for.
-	backend := &lateBackend{errs: errs}
+	cgroups, err := newCgroupManager(c, log)
+	if err != nil {
+		return err
+	}
+	backend := &lateBackend{errs: errs, node: node, cg: cgroups}
 	if err := startMetrics(ctx, c.String("metrics-address"), backend, &wg, log); err != nil {
 		return err // before any goroutine of ours runs: a bad address fails at once
 	}
@@ -196,6 +201,7 @@ func runAgent(c *cli.Context) error {
 	}()
 
 	rt, err := runtime.Connect(ctx, runtime.Config{
+		Cgroups:           cgroups,
 		Address:           address,
 		Namespace:         c.String("containerd-namespace"),
 		RootDir:           root,
@@ -217,7 +223,16 @@ func runAgent(c *cli.Context) error {
 	log.Info("connected to containerd", "address", address, "namespace", c.String("containerd-namespace"))
 	rt.ImportDir(ctx)
 
-	mgr = podrunner.NewManager(podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}, rt, rec)
+	capacity, allocatable, err := nodeResources(c)
+	if err != nil {
+		return err
+	}
+	backend.setNode(capacity, allocatable)
+	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}
+	if c.Bool("admission") {
+		mcfg.Allocatable = allocatable
+	}
+	mgr = podrunner.NewManager(mcfg, rt, rec)
 	backend.set(mgr)
 
 	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),

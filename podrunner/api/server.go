@@ -9,8 +9,9 @@
 //	GET /manifest-errors                          manifest files that could not be used
 //	POST /pods/{namespace}/{name}/exec            run a command in a container (an upgraded
 //	                                              stream: see exec.go)
-
-// GET /manifests                                every manifest file: declared objects, state
+//	GET /manifests                                every manifest file: declared objects, state
+//	GET /stats/summary                            CPU and memory usage (the kubelet's summary shape)
+//	GET /node                                     v1.Node: capacity, allocatable, conditions
 package api
 
 import (
@@ -70,6 +71,8 @@ func NewServer(b Backend, log *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /pods/{ns}/{name}/exec", s.exec) // exec.go
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /manifests", s.manifests)
+	s.mux.HandleFunc("GET /stats/summary", s.statsSummary)
+	s.mux.HandleFunc("GET /node", s.node)
 	s.mux.HandleFunc("GET /manifest-errors", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, b.ManifestErrors()) })
 	return s
 }

@@ -30,17 +30,19 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/crilog"
 )
 
 // Config says where containerd is and where podkeeper keeps its files.
 type Config struct {
-	Address     string // containerd socket
-	Namespace   string // containerd namespace of podkeeper's containers
-	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
-	PauseBinary string // static binary run as each pod's sandbox process
-	Snapshotter string // default overlayfs
+	Address     string          // containerd socket
+	Namespace   string          // containerd namespace of podkeeper's containers
+	RootDir     string          // podkeeper's root: pods/, fifo/, sandbox/, images/
+	PauseBinary string          // static binary run as each pod's sandbox process
+	Snapshotter string          // default overlayfs
+	Cgroups     *cgroup.Manager // pod cgroup tree and limits; nil: containerd's defaults (cgroups.go)
 	Logger      *slog.Logger
 	Network     NetworkConfig // pod networking through CNI; zero: loopback-only pod namespaces
 	DNS         DNSConfig     // what /etc/resolv.conf and /etc/hosts of pods are made from
@@ -62,6 +64,7 @@ type Runtime struct {
 	mu      sync.Mutex
 	running map[string]*taskIO // container ID -> log copier of a live task
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
+	oomed   map[string]bool    // container IDs containerd reported an OOM kill for
 
 	images *imageImporter
 	net    *podNetwork // nil without CNI
@@ -176,7 +179,7 @@ func (r *Runtime) Exits() <-chan podrunner.ExitEvent { return r.exits }
 func (r *Runtime) watchExits(ctx context.Context) {
 	for ctx.Err() == nil {
 		sub, cancel := context.WithCancel(ctx)
-		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit"`, `namespace==`+r.cfg.Namespace)
+		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit",namespace==`+r.cfg.Namespace, `topic=="/tasks/oom",namespace==`+r.cfg.Namespace)
 	loop:
 		for {
 			select {
@@ -194,6 +197,10 @@ func (r *Runtime) watchExits(ctx context.Context) {
 				}
 				v, err := typeurl.UnmarshalAny(env.Event)
 				if err != nil {
+					continue
+				}
+				if oom, ok := v.(*eventsapi.TaskOOM); ok {
+					r.noteOOM(oom.ContainerID)
 					continue
 				}
 				e, ok := v.(*eventsapi.TaskExit)
@@ -336,6 +343,11 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	opts = append(opts, r.hostnameOpts(pod)...)
 	opts = append(opts, sandboxNamespaceOpts(pod)...)
+	cgOpts, err := r.sandboxCgroupOpts(pod, id)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	opts = append(opts, cgOpts...)
 	netOpts, undoNet, err := r.prepareSandbox(ctx, id, pod, labels)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
@@ -541,6 +553,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if ctr.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
+	opts = append(opts, r.containerCgroupOpts(pod, ctr, containerID(string(pod.UID), ctr.Name, req.Attempt))...)
 	return opts, nil
 }
 
@@ -708,6 +721,10 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		return podrunner.ContainerRecord{}, fmt.Errorf("labels of %s: %w", id, err)
 	}
 	if task != nil {
+		var oomKilled bool
+		if st, err := task.Status(ctx); err == nil && st.Status == containerd.Stopped {
+			oomKilled = r.wasOOMKilled(labels[LabelPodUID], id, int32(st.ExitStatus))
+		}
 		st, err := task.Delete(ctx)
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
@@ -731,6 +748,9 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 			}
 			if msg := terminationMessage(labels, code); msg != "" {
 				upd[LabelMessage] = msg
+			}
+			if oomKilled {
+				upd[LabelReason] = "OOMKilled"
 			}
 			if labels, err = c.SetLabels(ctx, upd); err != nil {
 				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
@@ -825,6 +845,7 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	if err := unmountPodShms(r.cfg.RootDir, uid); err != nil {
 		return err
 	}
+	r.removePodCgroup(uid)
 	dir := podDir(r.cfg.RootDir, uid)
 	if err := unmountUnder(dir); err != nil {
 		return fmt.Errorf("remove pod files: %w", err)

@@ -1,0 +1,288 @@
+package cgroup
+
+import (
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The kubelet's CPU conversion constants.
+const (
+	MinShares     = 2
+	MaxShares     = 262144
+	SharesPerCPU  = 1024
+	QuotaPeriodUS = 100000 // CFS period: 100 ms
+	MinQuotaUS    = 1000   // the smallest quota the kubelet sets (1 ms)
+)
+
+// oom_score_adj values the kubelet uses.
+const (
+	GuaranteedOOMScoreAdj = -997
+	BestEffortOOMScoreAdj = 1000
+	SandboxOOMScoreAdj    = -998
+)
+
+// MilliCPUToShares converts a CPU request in millicores to cgroup v1 cpu.shares as the kubelet
+// does: 1024 per core, at least 2 (also for no request), at most 262144.
+func MilliCPUToShares(milli int64) uint64 {
+	if milli <= 0 {
+		return MinShares
+	}
+	s := milli * SharesPerCPU / 1000
+	if s < MinShares {
+		return MinShares
+	}
+	if s > MaxShares {
+		return MaxShares
+	}
+	return uint64(s)
+}
+
+// SharesToWeight converts cgroup v1 cpu.shares [2, 262144] to cgroup v2 cpu.weight [1, 10000]
+// (the formula runc and the kubelet use): 1 + ((shares-2)*9999)/262142. 0 stays 0 (unset).
+func SharesToWeight(shares uint64) uint64 {
+	if shares == 0 {
+		return 0
+	}
+	if shares < MinShares {
+		shares = MinShares
+	}
+	if shares > MaxShares {
+		shares = MaxShares
+	}
+	return 1 + ((shares-2)*9999)/262142
+}
+
+// MilliCPUToQuota converts a CPU limit in millicores to a CFS quota for period (microseconds):
+// 0 (no limit) for 0, at least 1000.
+func MilliCPUToQuota(milli, period int64) int64 {
+	if milli <= 0 {
+		return 0
+	}
+	q := milli * period / 1000
+	if q < MinQuotaUS {
+		return MinQuotaUS
+	}
+	return q
+}
+
+// Resources is what podkeeper writes to one cgroup. Zero fields are left alone (no limit).
+type Resources struct {
+	CPUShares   uint64 // v1 cpu.shares; v2 gets SharesToWeight(CPUShares)
+	CPUQuota    int64  // microseconds per CPUPeriod; 0: no limit
+	CPUPeriod   uint64
+	Memory      int64 // bytes; 0: no limit
+	PidsLimit   int64 // 0: no limit
+	HugePages   map[string]int64
+	Unspecified bool // nothing to set beyond creating the cgroup
+}
+
+// hugePageSize turns "hugepages-2Mi" into the cgroup file size name "2MB"; "" when the resource
+// is not a hugepages one.
+func hugePageSize(name corev1.ResourceName) string {
+	s, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
+	if !ok {
+		return ""
+	}
+	for _, u := range []struct{ k, c string }{{"Ki", "KB"}, {"Mi", "MB"}, {"Gi", "GB"}} {
+		if n, ok := strings.CutSuffix(s, u.k); ok {
+			return n + u.c
+		}
+	}
+	return s
+}
+
+// ContainerResources are the limits of one container's own cgroup (the OCI spec's
+// linux.resources): shares from the CPU request, CFS quota from the CPU limit, memory and
+// hugepages limits. A container without a CPU request gets 2 shares, as the kubelet gives it.
+func ContainerResources(c *corev1.Container) Resources {
+	r := Resources{CPUPeriod: QuotaPeriodUS}
+	req := c.Resources.Requests
+	lim := c.Resources.Limits
+	cpuReq, hasReq := req[corev1.ResourceCPU]
+	cpuLim, hasLim := lim[corev1.ResourceCPU]
+	switch {
+	case hasReq:
+		r.CPUShares = MilliCPUToShares(cpuReq.MilliValue())
+	case hasLim: // a missing request defaults to the limit
+		r.CPUShares = MilliCPUToShares(cpuLim.MilliValue())
+	default:
+		r.CPUShares = MinShares
+	}
+	if hasLim {
+		r.CPUQuota = MilliCPUToQuota(cpuLim.MilliValue(), QuotaPeriodUS)
+	}
+	if m, ok := lim[corev1.ResourceMemory]; ok {
+		r.Memory = m.Value()
+	}
+	for name, q := range lim {
+		if sz := hugePageSize(name); sz != "" {
+			if r.HugePages == nil {
+				r.HugePages = map[string]int64{}
+			}
+			r.HugePages[sz] = q.Value()
+		}
+	}
+	return r
+}
+
+// PodResources are the limits of a pod's cgroup, as the kubelet computes them: shares from the
+// sum of CPU requests; a CPU quota and a memory limit only when every container has that limit
+// (otherwise the pod is unbounded for it); the pod's effective values count an init container
+// alone when it needs more than all app containers together. BestEffort pods get 2 shares.
+// pidsLimit (podPidsLimit, 0 = none) bounds the whole pod.
+func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
+	sum := func(ctrs []corev1.Container, get func(corev1.ResourceList) (int64, bool)) (int64, bool, int64, bool) {
+		var total, max int64
+		all := true
+		for i := range ctrs {
+			v, ok := get(ctrs[i].Resources.Limits)
+			if !ok {
+				all = false
+			}
+			total += v
+			if v > max {
+				max = v
+			}
+		}
+		return total, all, max, len(ctrs) > 0
+	}
+	getReq := func(name corev1.ResourceName, milli bool) func(c corev1.Container) int64 {
+		return func(c corev1.Container) int64 {
+			q, ok := c.Resources.Requests[name]
+			if !ok {
+				q, ok = c.Resources.Limits[name]
+			}
+			if !ok {
+				return 0
+			}
+			if milli {
+				return q.MilliValue()
+			}
+			return q.Value()
+		}
+	}
+	limGetter := func(name corev1.ResourceName, milli bool) func(corev1.ResourceList) (int64, bool) {
+		return func(l corev1.ResourceList) (int64, bool) {
+			q, ok := l[name]
+			if !ok || q.IsZero() {
+				return 0, false
+			}
+			if milli {
+				return q.MilliValue(), true
+			}
+			return q.Value(), true
+		}
+	}
+	effective := func(total, initMax int64) int64 {
+		if initMax > total {
+			return initMax
+		}
+		return total
+	}
+	r := Resources{CPUPeriod: QuotaPeriodUS, PidsLimit: pidsLimit}
+	var cpuReq, initCPUReq int64
+	for _, c := range pod.Spec.Containers {
+		cpuReq += getReq(corev1.ResourceCPU, true)(c)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if v := getReq(corev1.ResourceCPU, true)(c); v > initCPUReq {
+			initCPUReq = v
+		}
+	}
+	if QOSClass(pod) == corev1.PodQOSBestEffort {
+		r.CPUShares = MinShares
+	} else {
+		r.CPUShares = MilliCPUToShares(effective(cpuReq, initCPUReq))
+	}
+	if t, all, _, _ := sum(pod.Spec.Containers, limGetter(corev1.ResourceCPU, true)); all && t > 0 {
+		_, _, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceCPU, true))
+		r.CPUQuota = MilliCPUToQuota(effective(t, im), QuotaPeriodUS)
+	}
+	if t, all, _, _ := sum(pod.Spec.Containers, limGetter(corev1.ResourceMemory, false)); all && t > 0 {
+		_, _, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceMemory, false))
+		r.Memory = effective(t, im)
+	}
+	// hugepages: the sum of the containers' limits, per page size.
+	for _, c := range pod.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if sz := hugePageSize(name); sz != "" {
+				if r.HugePages == nil {
+					r.HugePages = map[string]int64{}
+				}
+				r.HugePages[sz] += q.Value()
+			}
+		}
+	}
+	return r
+}
+
+// Spec turns r into OCI linux.resources for runc (cgroup v1 values; runc converts shares to
+// weight on v2).
+func (r Resources) Spec() *specs.LinuxResources {
+	out := &specs.LinuxResources{}
+	if r.CPUShares > 0 || r.CPUQuota > 0 {
+		out.CPU = &specs.LinuxCPU{}
+		if r.CPUShares > 0 {
+			s := r.CPUShares
+			out.CPU.Shares = &s
+		}
+		if r.CPUQuota > 0 {
+			q, p := r.CPUQuota, r.CPUPeriod
+			out.CPU.Quota, out.CPU.Period = &q, &p
+		}
+	}
+	if r.Memory > 0 {
+		m, swap := r.Memory, r.Memory // no swap on top of the limit, as the CRI sets it
+		out.Memory = &specs.LinuxMemory{Limit: &m, Swap: &swap}
+	}
+	if r.PidsLimit > 0 {
+		p := r.PidsLimit
+		out.Pids = &specs.LinuxPids{Limit: &p}
+	}
+	for sz, v := range r.HugePages {
+		out.HugepageLimits = append(out.HugepageLimits, specs.LinuxHugepageLimit{Pagesize: sz, Limit: uint64(v)})
+	}
+	return out
+}
+
+// OOMScoreAdj is the oom_score_adj the kubelet gives a container of pod on a node with
+// memCapacity bytes: Guaranteed -997, BestEffort 1000, Burstable
+// 1000 - 1000*memoryRequest/memCapacity kept within [3, 999] (above any Guaranteed container,
+// below BestEffort ones).
+func OOMScoreAdj(pod *corev1.Pod, c *corev1.Container, memCapacity int64) int {
+	switch QOSClass(pod) {
+	case corev1.PodQOSGuaranteed:
+		return GuaranteedOOMScoreAdj
+	case corev1.PodQOSBestEffort:
+		return BestEffortOOMScoreAdj
+	}
+	if memCapacity <= 0 {
+		return 999
+	}
+	var req int64
+	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		req = q.Value()
+	} else if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		req = q.Value()
+	}
+	adj := 1000 - (1000*req)/memCapacity
+	if adj < 1000+GuaranteedOOMScoreAdj {
+		return 1000 + GuaranteedOOMScoreAdj
+	}
+	if adj >= BestEffortOOMScoreAdj {
+		return BestEffortOOMScoreAdj - 1
+	}
+	return int(adj)
+}
+
+// ClampOOMScoreAdj raises want to floor when the process may not lower its children's score
+// below its own (no CAP_SYS_RESOURCE), as containerd's restrict_oom_score_adj does. It reports
+// whether it changed the value.
+func ClampOOMScoreAdj(want, floor int, canLower bool) (int, bool) {
+	if canLower || want >= floor {
+		return want, false
+	}
+	return floor, true
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
+)
+
+type nodeInfo struct {
+	mu          sync.Mutex
+	capacity    corev1.ResourceList
+	allocatable corev1.ResourceList
+	since       time.Time
+}
+
+func (b *lateBackend) setNode(capacity, allocatable corev1.ResourceList) {
+	b.info.mu.Lock()
+	defer b.info.mu.Unlock()
+	b.info.capacity, b.info.allocatable, b.info.since = capacity, allocatable, time.Now()
+}
+
+// Node implements api.NodeBackend. Pressure conditions stay False until eviction monitoring
+// reports them.
+func (b *lateBackend) Node() (*corev1.Node, error) {
+	b.info.mu.Lock()
+	capacity, allocatable, since := b.info.capacity, b.info.allocatable, b.info.since
+	b.info.mu.Unlock()
+	if capacity == nil {
+		return nil, errors.New("podkeeper is still waiting for containerd")
+	}
+	t := metav1.NewTime(since)
+	now := metav1.Now()
+	cond := func(typ corev1.NodeConditionType, st corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: typ, Status: st, LastHeartbeatTime: now, LastTransitionTime: t, Reason: reason, Message: msg}
+	}
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	n := &corev1.Node{
+		TypeMeta:   metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: b.node, CreationTimestamp: t, Labels: map[string]string{"kubernetes.io/hostname": b.node, "kubernetes.io/os": goruntime.GOOS, "kubernetes.io/arch": goruntime.GOARCH}},
+		Status: corev1.NodeStatus{
+			Capacity: capacity, Allocatable: allocatable,
+			Conditions: []corev1.NodeCondition{
+				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "podkeeper has sufficient memory available"),
+				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "podkeeper has no disk pressure"),
+				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "podkeeper has sufficient PID available"),
+				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "podkeeper is running pods"),
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				KernelVersion: unix.ByteSliceToString(uts.Release[:]), OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+				ContainerRuntimeVersion: "containerd",
+			},
+		},
+	}
+	return n, nil
+}
+
+func describeNodeCommand() *cli.Command {
+	return &cli.Command{
+		Name:    "node",
+		Aliases: []string{"nodes", "no"},
+		Usage:   "show the node: conditions, capacity, allocatable, pods and their requests",
+		Action: func(c *cli.Context) error {
+			cl := client(c)
+			n, err := cl.Node(c.Context)
+			if err != nil {
+				return err
+			}
+			pods, err := cl.Pods(c.Context)
+			if err != nil {
+				return err
+			}
+			describeNode(c.App.Writer, n, pods.Items, time.Now())
+			return nil
+		},
+	}
+}
+
+// describeNode prints kubectl's describe node layout, shortened.
+func describeNode(out io.Writer, n *corev1.Node, pods []corev1.Pod, now time.Time) {
+	fmt.Fprintf(out, "Name:               %s\n", n.Name)
+	var labels []string
+	for k, v := range n.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	sort.Strings(labels)
+	fmt.Fprintf(out, "Labels:             %s\n", strings.Join(labels, "\n                    "))
+	fmt.Fprintf(out, "CreationTimestamp:  %s\n", n.CreationTimestamp.Format(time.RFC1123Z))
+	fmt.Fprintln(out, "Conditions:")
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  Type\tStatus\tLastTransitionTime\tReason\tMessage")
+	fmt.Fprintln(tw, "  ----\t------\t------------------\t------\t-------")
+	for _, c := range n.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.LastTransitionTime.Format(time.RFC1123Z), c.Reason, c.Message)
+	}
+	tw.Flush()
+	for _, sec := range []struct {
+		title string
+		l     corev1.ResourceList
+	}{{"Capacity", n.Status.Capacity}, {"Allocatable", n.Status.Allocatable}} {
+		fmt.Fprintf(out, "%s:\n", sec.title)
+		tw = tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+			if q, ok := sec.l[name]; ok {
+				fmt.Fprintf(tw, "  %s:\t%s\n", name, q.String())
+			}
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(out, "System Info:\n  Kernel Version:             %s\n  Operating System:           %s\n  Architecture:               %s\n",
+		n.Status.NodeInfo.KernelVersion, n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture)
+	var live []corev1.Pod
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p)
+		}
+	}
+	fmt.Fprintf(out, "Non-terminated Pods:          (%d in total)\n", len(live))
+	tw = tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  Namespace\tName\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge")
+	fmt.Fprintln(tw, "  ---------\t----\t------------\t----------\t---------------\t-------------\t---")
+	var totReq, totLim [2]resource.Quantity
+	alloc := n.Status.Allocatable
+	pct := func(q resource.Quantity, name corev1.ResourceName) string {
+		a, ok := alloc[name]
+		if !ok || a.IsZero() {
+			return q.String()
+		}
+		var p int64
+		if name == corev1.ResourceCPU {
+			p = q.MilliValue() * 100 / a.MilliValue()
+		} else {
+			p = q.Value() * 100 / a.Value()
+		}
+		return fmt.Sprintf("%s (%d%%)", q.String(), p)
+	}
+	for _, p := range live {
+		req := podrunner.PodRequests(&p)
+		lim := podLimits(&p)
+		cells := []string{}
+		for i, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			r, l := req[name], lim[name]
+			totReq[i].Add(r)
+			totLim[i].Add(l)
+			cells = append(cells, pct(r, name), pct(l, name))
+		}
+		age := "<unknown>"
+		if !p.CreationTimestamp.IsZero() {
+			age = now.Sub(p.CreationTimestamp.Time).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, cells[0], cells[1], cells[2], cells[3], age)
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "Allocated resources:")
+	tw = tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  Resource\tRequests\tLimits")
+	fmt.Fprintln(tw, "  --------\t--------\t------")
+	fmt.Fprintf(tw, "  cpu\t%s\t%s\n", pct(totReq[0], corev1.ResourceCPU), pct(totLim[0], corev1.ResourceCPU))
+	fmt.Fprintf(tw, "  memory\t%s\t%s\n", pct(totReq[1], corev1.ResourceMemory), pct(totLim[1], corev1.ResourceMemory))
+	tw.Flush()
+}
+
+func podLimits(p *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range p.Spec.Containers {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Resources.Limits[name]; ok {
+				v := out[name]
+				v.Add(q)
+				out[name] = v
+			}
+		}
+	}
+	return out
+}

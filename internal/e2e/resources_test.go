@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A memory hog over its 32Mi limit ends OOMKilled in the pod's status; a running pod shows up in
+// `top pods` with its usage and in `describe node`; the agent's pod cgroups live under a parent
+// unique to this test and are gone with the pods.
+func TestResourcesOOMKilledTopAndNode(t *testing.T) {
+	parent := fmt.Sprintf("pke-res-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	a := startAgent(t, "pk-e2e-res")
+	limits := "    resources:\n      limits:\n        memory: 32Mi\n"
+	a.write("hog.yaml", podYAML("hog", "Never", 1, "", shContainer("hog", "head -c 128m /dev/zero | tail", limits)))
+	a.write("idle.yaml", podYAML("idle", "Always", 1, "", shContainer("idle", "sleep 3600",
+		"    resources:\n      requests:\n        cpu: 100m\n        memory: 16Mi\n")))
+	p := a.waitPod(60*time.Second, "hog", "hog OOMKilled", func(p *corev1.Pod) bool {
+		cs := status(p, "hog")
+		return cs.State.Terminated != nil && cs.State.Terminated.Reason == "OOMKilled"
+	})
+	if cs := status(p, "hog"); cs.State.Terminated.ExitCode != 137 {
+		t.Errorf("hog exit code %d, want 137", cs.State.Terminated.ExitCode)
+	}
+	a.waitPod(60*time.Second, "idle", "idle running", running)
+	out, err := a.cli("top", "pods")
+	if err != nil {
+		t.Fatalf("top pods: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "CPU(cores)") || !strings.Contains(lines[0], "MEMORY(bytes)") {
+		t.Fatalf("top pods header: %q", lines[0])
+	}
+	found := false
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) == 3 && strings.HasPrefix(f[0], "idle-") && strings.HasSuffix(f[1], "m") && strings.HasSuffix(f[2], "Mi") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("top pods has no usage line for idle:\n%s", out)
+	}
+	out, err = a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "Allocatable:") || !strings.Contains(out, "MemoryPressure") || !strings.Contains(out, "idle-") {
+		t.Fatalf("describe node (%v):\n%s", err, out)
+	}
+	a.remove("idle.yaml")
+	a.remove("hog.yaml")
+	a.eventually(60*time.Second, "pod cgroups removed", func() (bool, string) {
+		entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", parent, "burstable"))
+		return len(entries) == 0 || !hasPodDir(entries), fmt.Sprint(entries)
+	})
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+}
+
+func hasPodDir(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "pod") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeCgroupParent removes the test's cgroup tree from every v1 controller (bottom-up rmdir).
+func removeCgroupParent(t *testing.T, parent string) {
+	ctrls, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, c := range ctrls {
+		root := filepath.Join("/sys/fs/cgroup", c.Name(), parent)
+		var dirs []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
+				t.Errorf("remove cgroup %s: %v", dirs[i], err)
+			}
+		}
+	}
+}

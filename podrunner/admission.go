@@ -1,0 +1,176 @@
+package podrunner
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Admission: with Config.Allocatable set, a pod starts only when its CPU and memory requests fit
+// in the node's allocatable next to the pods already admitted, as the kubelet admits pods. A pod
+// that does not fit is Failed with reason OutOf<resource> and the kubelet's message; unlike the
+// kubelet (which never looks at a rejected static pod again) podkeeper re-checks it every 10 s
+// and whenever another pod ends, and starts it once room has freed up. A pod found running (after
+// a podkeeper restart) is admitted as it is.
+
+// AdmissionRetry is how often a rejected pod is checked again.
+const AdmissionRetry = 10 * time.Second
+
+// PodRequests is what a pod asks of the node: per resource, the larger of the sum over its app
+// containers and the largest init container (requests; a missing request counts its limit).
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	get := func(c corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+		if q, ok := c.Resources.Requests[name]; ok {
+			return q, true
+		}
+		q, ok := c.Resources.Limits[name]
+		return q, ok
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		var sum, initMax resource.Quantity
+		for _, c := range pod.Spec.Containers {
+			if q, ok := get(c, name); ok {
+				sum.Add(q)
+			}
+		}
+		for _, c := range pod.Spec.InitContainers {
+			if q, ok := get(c, name); ok && q.Cmp(initMax) > 0 {
+				initMax = q.DeepCopy()
+			}
+		}
+		if initMax.Cmp(sum) > 0 {
+			sum = initMax
+		}
+		if !sum.IsZero() {
+			out[name] = sum
+		}
+	}
+	return out
+}
+
+// Admit decides whether pod fits next to the admitted pods in allocatable. On refusal it returns
+// the kubelet's reason (OutOfcpu, OutOfmemory, OutOfpods) and message. Pure.
+func Admit(pod *corev1.Pod, admitted []*corev1.Pod, allocatable corev1.ResourceList) (ok bool, reason, message string) {
+	if maxPods, has := allocatable[corev1.ResourcePods]; has && int64(len(admitted)+1) > maxPods.Value() {
+		return false, "OutOfpods", fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(admitted), maxPods.Value())
+	}
+	want := PodRequests(pod)
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		alloc, has := allocatable[name]
+		req, asks := want[name]
+		if !has || !asks {
+			continue
+		}
+		var used resource.Quantity
+		for _, p := range admitted {
+			if q, ok := PodRequests(p)[name]; ok {
+				used.Add(q)
+			}
+		}
+		total := used.DeepCopy()
+		total.Add(req)
+		if total.Cmp(alloc) > 0 {
+			val := func(q resource.Quantity) int64 {
+				if name == corev1.ResourceCPU {
+					return q.MilliValue()
+				}
+				return q.Value()
+			}
+			return false, "OutOf" + string(name), fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+				name, val(req), val(used), val(alloc))
+		}
+	}
+	return true, "", ""
+}
+
+// Allocatable is capacity minus the reservations and the hard eviction threshold (memory), never
+// below zero: what pods may request.
+func Allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range capacity {
+		v := q.DeepCopy()
+		for _, r := range reserved {
+			if rq, ok := r[name]; ok {
+				v.Sub(rq)
+			}
+		}
+		if v.Sign() < 0 {
+			v = *resource.NewQuantity(0, q.Format)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// admit asks the manager whether the worker's pod may start. Admitted pods stay admitted until
+// their worker ends.
+func (m *Manager) admit(w *worker, pod *corev1.Pod, running bool) (bool, string, string) {
+	if m.cfg.Allocatable == nil {
+		return true, "", ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.admitted == nil {
+		m.admitted = map[string]*corev1.Pod{}
+	}
+	if _, ok := m.admitted[string(w.uid)]; ok {
+		return true, "", ""
+	}
+	if !running {
+		others := make([]*corev1.Pod, 0, len(m.admitted))
+		for _, p := range m.admitted {
+			others = append(others, p)
+		}
+		if ok, reason, msg := Admit(pod, others, m.cfg.Allocatable); !ok {
+			return false, reason, msg
+		}
+	}
+	m.admitted[string(w.uid)] = pod
+	return true, "", ""
+}
+
+// releaseAdmission forgets an ended worker's pod and wakes the rejected ones: room may have freed.
+// Called with m.mu held.
+func (m *Manager) releaseAdmissionLocked(w *worker) {
+	if m.admitted == nil {
+		return
+	}
+	delete(m.admitted, string(w.uid))
+	for uid, o := range m.workers {
+		if _, ok := m.admitted[string(uid)]; !ok && o != w {
+			o.wake()
+		}
+	}
+}
+
+// admitted checks admission before the worker acts; a rejected pod is published Failed with the
+// reason (one Warning event per rejection reason) and checked again later.
+func (w *worker) admitted(pod *corev1.Pod, v PodView) bool {
+	running := v.Running()
+	if !running {
+		for _, r := range v.Sandboxes {
+			if r.State == StateRunning {
+				running = true
+			}
+		}
+	}
+	ok, reason, msg := w.m.admit(w, pod, running)
+	if ok {
+		w.rejected = ""
+		return true
+	}
+	if w.rejected != reason {
+		w.rejected = reason
+		w.log.Warn("pod rejected: does not fit the node's allocatable", "reason", reason, "message", msg)
+		w.m.rec.Eventf(pod, "", corev1.EventTypeWarning, reason, "%s", msg)
+	}
+	out := pod.DeepCopy()
+	st := metav1.NewTime(w.startTime)
+	out.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg, StartTime: &st, HostIP: w.m.cfg.HostIP}
+	w.m.setStatus(out)
+	return false
+}

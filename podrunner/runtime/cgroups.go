@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podkeeper/podkeeper/cgroup"
+)
+
+// Cgroups: with Config.Cgroups set, every pod gets its cgroup from the cgroup.Manager before its
+// sandbox starts (pod-level limits), every container (the sandbox too) is created inside it with
+// its own limits and oom_score_adj in the OCI spec (runc creates the container's cgroup), and the
+// pod's cgroup is removed with the pod's files. Without it containerd's defaults apply.
+
+// sandboxCgroupOpts creates the pod's cgroup and places the sandbox in it.
+func (r *Runtime) sandboxCgroupOpts(pod *corev1.Pod, id string) ([]oci.SpecOpts, error) {
+	m := r.cfg.Cgroups
+	if m == nil {
+		return nil, nil
+	}
+	if err := m.EnsurePod(pod); err != nil {
+		return nil, err
+	}
+	p, _, adj := m.ContainerSpec(pod, nil, id)
+	return []oci.SpecOpts{oci.WithCgroup(p), withOOMScoreAdj(adj)}, nil
+}
+
+// containerCgroupOpts places container ctr (ID id) in its pod's cgroup with its limits.
+func (r *Runtime) containerCgroupOpts(pod *corev1.Pod, ctr *corev1.Container, id string) []oci.SpecOpts {
+	m := r.cfg.Cgroups
+	if m == nil {
+		return nil
+	}
+	p, res, adj := m.ContainerSpec(pod, ctr, id)
+	return []oci.SpecOpts{
+		oci.WithCgroup(p),
+		withOOMScoreAdj(adj),
+		func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+			if s.Linux == nil || res == nil {
+				return nil
+			}
+			if s.Linux.Resources == nil {
+				s.Linux.Resources = res
+				return nil
+			}
+			s.Linux.Resources.CPU = res.CPU
+			s.Linux.Resources.Memory = res.Memory
+			s.Linux.Resources.Pids = res.Pids
+			s.Linux.Resources.HugepageLimits = res.HugepageLimits
+			return nil
+		},
+	}
+}
+
+func withOOMScoreAdj(v int) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process != nil {
+			s.Process.OOMScoreAdj = &v
+		}
+		return nil
+	}
+}
+
+// removePodCgroup removes the pod's cgroup (its containers are gone). Errors are logged only: a
+// cgroup left behind is retried with the next removal and never blocks the pod's end.
+func (r *Runtime) removePodCgroup(uid string) {
+	if r.cfg.Cgroups == nil {
+		return
+	}
+	if err := r.cfg.Cgroups.RemovePod(types.UID(uid)); err != nil {
+		r.log.Warn("could not remove pod cgroup", "pod", uid, "err", err)
+	}
+}
+
+// noteOOM remembers that containerd reported an OOM kill in container id's cgroup.
+func (r *Runtime) noteOOM(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oomed == nil {
+		r.oomed = map[string]bool{}
+	}
+	r.oomed[id] = true
+}
+
+// wasOOMKilled says whether container id of pod uid ended by the kernel's OOM killer: containerd
+// published /tasks/oom for it, or its memory cgroup counts an OOM kill (read before the task is
+// deleted, since runc removes the cgroup then). Only meaningful for a non-zero exit.
+func (r *Runtime) wasOOMKilled(uid, id string, code int32) bool {
+	r.mu.Lock()
+	seen := r.oomed[id]
+	delete(r.oomed, id)
+	r.mu.Unlock()
+	if code == 0 {
+		return false
+	}
+	if seen {
+		return true
+	}
+	if r.cfg.Cgroups == nil || code != 137 {
+		return false
+	}
+	return cgroupOOMKills(r.cfg.Cgroups, uid, id) > 0
+}
+
+// cgroupOOMKills reads the OOM kill count of container id's memory cgroup (v1 memory.oom_control
+// "oom_kill N", v2 memory.events "oom_kill N"), whatever the pod's QoS class.
+func cgroupOOMKills(m *cgroup.Manager, uid, id string) int {
+	file := "memory.oom_control"
+	if m.Version() == cgroup.V2 {
+		file = "memory.events"
+	}
+	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
+		dir := m.Dir("memory", m.Layout().ContainerDir(qos, types.UID(uid), id))
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "oom_kill "); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(v))
+				return n
+			}
+		}
+	}
+	return 0
+}

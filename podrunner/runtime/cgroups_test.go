@@ -1,0 +1,171 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podkeeper/podkeeper/cgroup"
+	"github.com/podkeeper/podkeeper/internal/testenv"
+	"github.com/podkeeper/podkeeper/podrunner"
+	. "github.com/podkeeper/podkeeper/podrunner/runtime"
+)
+
+// newCgroupRuntime is newRuntime with a pod cgroup tree under a parent unique to the test.
+func newCgroupRuntime(t *testing.T) (*Runtime, *cgroup.Manager, context.Context) {
+	t.Helper()
+	if cgroup.DetectVersion() != cgroup.V1 {
+		t.Skip("the real-cgroup tests are written for this machine's v1 hierarchy")
+	}
+	pause, err := testenv.PauseBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cg, err := cgroup.New(cgroup.Config{Layout: cgroup.Layout{Parent: fmt.Sprintf("pkt-rt-%d", time.Now().UnixNano())}, PodPidsLimit: 64, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	rt, err := Connect(ctx, Config{Address: env.Address, Namespace: testNS, RootDir: t.TempDir(), PauseBinary: pause, Logger: log, Cgroups: cg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	// Registered before startPod's cleanup, so it runs after the containers are removed.
+	t.Cleanup(func() {
+		if err := cg.RemoveAll(); err != nil {
+			t.Errorf("remove test cgroups: %v", err)
+		}
+	})
+	return rt, cg, ctx
+}
+
+func rl(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}
+
+func cgFile(t *testing.T, cg *cgroup.Manager, ctrl, dir, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(cg.Dir(ctrl, dir), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func TestContainersLandInTheirPodCgroupWithLimits(t *testing.T) {
+	rt, cg, ctx := newCgroupRuntime(t)
+	memCap := cg.MemoryCapacity()
+	for _, tc := range []struct {
+		qos                  corev1.PodQOSClass
+		r                    corev1.ResourceRequirements
+		shares, quota, limit string
+		oom                  int
+	}{
+		{corev1.PodQOSGuaranteed, corev1.ResourceRequirements{Limits: rl("cpu", "500m", "memory", "64Mi")}, "512", "50000", "67108864", 0 /* -997 clamped: no CAP_SYS_RESOURCE */},
+		{corev1.PodQOSBurstable, corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "32Mi"), Limits: rl("memory", "96Mi")}, "102", "-1", "100663296", int(1000 - 1000*(32<<20)/memCap)},
+		{corev1.PodQOSBestEffort, corev1.ResourceRequirements{}, "2", "-1", "", 1000},
+	} {
+		t.Run(string(tc.qos), func(t *testing.T) {
+			c := sh("app", "sleep 60")
+			c.Resources = tc.r
+			pod := testPod(t, c)
+			if got := cgroup.QOSClass(pod); got != tc.qos {
+				t.Fatalf("QoS %s, want %s", got, tc.qos)
+			}
+			sb, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
+			podDir := cg.Layout().PodDir(tc.qos, pod.UID)
+			ctrDir := cg.Layout().ContainerDir(tc.qos, pod.UID, ctrs[0].ID)
+			for _, rec := range []podrunner.ContainerRecord{sb, ctrs[0]} {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", rec.PID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(b), "memory:"+podDir+"/") {
+					t.Fatalf("%s is not in its pod cgroup %s:\n%s", rec.ID, podDir, b)
+				}
+			}
+			if got := cgFile(t, cg, "cpu", ctrDir, "cpu.shares"); got != tc.shares {
+				t.Errorf("cpu.shares = %s, want %s", got, tc.shares)
+			}
+			if got := cgFile(t, cg, "cpu", ctrDir, "cpu.cfs_quota_us"); got != tc.quota {
+				t.Errorf("cpu.cfs_quota_us = %s, want %s", got, tc.quota)
+			}
+			if tc.limit != "" {
+				if got := cgFile(t, cg, "memory", ctrDir, "memory.limit_in_bytes"); got != tc.limit {
+					t.Errorf("container memory.limit_in_bytes = %s, want %s", got, tc.limit)
+				}
+				if got := cgFile(t, cg, "memory", podDir, "memory.limit_in_bytes"); got != tc.limit {
+					t.Errorf("pod memory.limit_in_bytes = %s, want %s", got, tc.limit)
+				}
+			}
+			if got := cgFile(t, cg, "pids", podDir, "pids.max"); got != "64" {
+				t.Errorf("pod pids.max = %s, want 64", got)
+			}
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", ctrs[0].PID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(string(b)); got != fmt.Sprint(tc.oom) {
+				t.Errorf("oom_score_adj = %s, want %d", got, tc.oom)
+			}
+			// Usage from the same cgroups: two samples give a CPU rate.
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + ctrs[0].ID,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			cg.PodStats(pod)
+			time.Sleep(100 * time.Millisecond)
+			ps := cg.PodStats(pod)
+			if ps.Memory == nil || *ps.Memory.UsageBytes == 0 || ps.CPU == nil || ps.CPU.UsageNanoCores == nil {
+				t.Errorf("pod stats without memory or CPU rate: %+v", ps)
+			}
+			if len(ps.Containers) != 1 || ps.Containers[0].Memory == nil || *ps.Containers[0].Memory.WorkingSetBytes == 0 || *ps.Containers[0].Memory.WorkingSetBytes > *ps.Memory.UsageBytes {
+				t.Errorf("container stats: %+v", ps.Containers)
+			}
+			// The pod's end removes its cgroup.
+			for _, rec := range append(ctrs, sb) {
+				if err := rt.StopContainer(ctx, rec.ID, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				if err := rt.RemoveContainer(ctx, rec.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rt.RemovePodFiles(string(pod.UID)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(cg.Dir("memory", podDir)); !os.IsNotExist(err) {
+				t.Errorf("pod cgroup %s still there after the pod was removed (%v)", podDir, err)
+			}
+		})
+	}
+}
+
+func TestMemoryHogEndsOOMKilled(t *testing.T) {
+	rt, _, ctx := newCgroupRuntime(t)
+	c := sh("hog", "head -c 128m /dev/zero | tail")
+	c.Resources.Limits = rl("memory", "32Mi")
+	pod := testPod(t, c)
+	_, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
+	waitExited(t, rt, ctx, string(pod.UID), ctrs[0].ID)
+	rec, err := rt.Finalize(ctx, ctrs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Reason != "OOMKilled" || rec.ExitCode != 137 {
+		t.Fatalf("memory hog ended %s (exit %d), want OOMKilled (exit 137)", rec.Reason, rec.ExitCode)
+	}
+}
