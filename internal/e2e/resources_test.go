@@ -22,14 +22,13 @@ func TestResourcesOOMKilledTopAndNode(t *testing.T) {
 	a.write("hog.yaml", podYAML("hog", "Never", 1, "", shContainer("hog", "head -c 128m /dev/zero | tail", limits)))
 	a.write("idle.yaml", podYAML("idle", "Always", 1, "", shContainer("idle", "sleep 3600",
 		"    resources:\n      requests:\n        cpu: 100m\n        memory: 16Mi\n")))
-	p := a.waitPod(60*time.Second, "hog", "hog OOMKilled", func(p *corev1.Pod) bool {
-		cs := status(p, "hog")
-		return cs.State.Terminated != nil && cs.State.Terminated.Reason == "OOMKilled"
+	p := a.waitPod(60*time.Second, "hog-"+node, "hog terminated", func(p *corev1.Pod) bool {
+		return status(p, "hog").State.Terminated != nil
 	})
-	if cs := status(p, "hog"); cs.State.Terminated.ExitCode != 137 {
-		t.Errorf("hog exit code %d, want 137", cs.State.Terminated.ExitCode)
+	if term := status(p, "hog").State.Terminated; term.Reason != "OOMKilled" || term.ExitCode != 137 {
+		t.Errorf("hog ended %+v, want OOMKilled with exit code 137", term)
 	}
-	a.waitPod(60*time.Second, "idle", "idle running", running)
+	a.waitPod(60*time.Second, "idle-"+node, "idle running", running)
 	out, err := a.cli("top", "pods")
 	if err != nil {
 		t.Fatalf("top pods: %v\n%s", err, out)
