@@ -17,6 +17,7 @@ import (
 func TestResourcesOOMKilledTopAndNode(t *testing.T) {
 	parent := fmt.Sprintf("pke-res-%d", time.Now().UnixNano())
 	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) }) // runs after the agent's cleanup
 	a := startAgent(t, "pk-e2e-res")
 	limits := "    resources:\n      limits:\n        memory: 32Mi\n"
 	a.write("hog.yaml", podYAML("hog", "Never", 1, "", shContainer("hog", "head -c 128m /dev/zero | tail", limits)))
@@ -57,7 +58,6 @@ func TestResourcesOOMKilledTopAndNode(t *testing.T) {
 		entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", parent, "burstable"))
 		return len(entries) == 0 || !hasPodDir(entries), fmt.Sprint(entries)
 	})
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
 }
 
 func hasPodDir(entries []os.DirEntry) bool {
