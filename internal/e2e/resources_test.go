@@ -17,19 +17,19 @@ import (
 func TestResourcesOOMKilledTopAndNode(t *testing.T) {
 	parent := fmt.Sprintf("pke-res-%d", time.Now().UnixNano())
 	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) }) // runs after the agent's cleanup
 	a := startAgent(t, "pk-e2e-res")
 	limits := "    resources:\n      limits:\n        memory: 32Mi\n"
 	a.write("hog.yaml", podYAML("hog", "Never", 1, "", shContainer("hog", "head -c 128m /dev/zero | tail", limits)))
 	a.write("idle.yaml", podYAML("idle", "Always", 1, "", shContainer("idle", "sleep 3600",
 		"    resources:\n      requests:\n        cpu: 100m\n        memory: 16Mi\n")))
-	p := a.waitPod(60*time.Second, "hog", "hog OOMKilled", func(p *corev1.Pod) bool {
-		cs := status(p, "hog")
-		return cs.State.Terminated != nil && cs.State.Terminated.Reason == "OOMKilled"
+	p := a.waitPod(60*time.Second, "hog-"+node, "hog terminated", func(p *corev1.Pod) bool {
+		return status(p, "hog").State.Terminated != nil
 	})
-	if cs := status(p, "hog"); cs.State.Terminated.ExitCode != 137 {
-		t.Errorf("hog exit code %d, want 137", cs.State.Terminated.ExitCode)
+	if term := status(p, "hog").State.Terminated; term.Reason != "OOMKilled" || term.ExitCode != 137 {
+		t.Errorf("hog ended %+v, want OOMKilled with exit code 137", term)
 	}
-	a.waitPod(60*time.Second, "idle", "idle running", running)
+	a.waitPod(60*time.Second, "idle-"+node, "idle running", running)
 	out, err := a.cli("top", "pods")
 	if err != nil {
 		t.Fatalf("top pods: %v\n%s", err, out)
@@ -58,7 +58,6 @@ func TestResourcesOOMKilledTopAndNode(t *testing.T) {
 		entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", parent, "burstable"))
 		return len(entries) == 0 || !hasPodDir(entries), fmt.Sprint(entries)
 	})
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
 }
 
 func hasPodDir(entries []os.DirEntry) bool {

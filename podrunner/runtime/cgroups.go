@@ -75,6 +75,9 @@ func (r *Runtime) removePodCgroup(uid string) {
 	if r.cfg.Cgroups == nil {
 		return
 	}
+	r.mu.Lock()
+	delete(r.podOOM, uid)
+	r.mu.Unlock()
 	if err := r.cfg.Cgroups.RemovePod(types.UID(uid)); err != nil {
 		r.log.Warn("could not remove pod cgroup", "pod", uid, "err", err)
 	}
@@ -107,18 +110,37 @@ func (r *Runtime) wasOOMKilled(uid, id string, code int32) bool {
 	if r.cfg.Cgroups == nil || code != 137 {
 		return false
 	}
-	return cgroupOOMKills(r.cfg.Cgroups, uid, id) > 0
+	if cgroupOOMKills(r.cfg.Cgroups, uid, id, false) > 0 {
+		return true
+	}
+	// The pod cgroup's limit (the sum of the containers', the sandbox charged too) is often hit
+	// first: a new kill counted there since the last one attributed is this container's.
+	n := cgroupOOMKills(r.cfg.Cgroups, uid, "", true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.podOOM == nil {
+		r.podOOM = map[string]int{}
+	}
+	if n > r.podOOM[uid] {
+		r.podOOM[uid] = n
+		return true
+	}
+	return false
 }
 
-// cgroupOOMKills reads the OOM kill count of container id's memory cgroup (v1 memory.oom_control
-// "oom_kill N", v2 memory.events "oom_kill N"), whatever the pod's QoS class.
-func cgroupOOMKills(m *cgroup.Manager, uid, id string) int {
+// cgroupOOMKills reads the OOM kill count of container id's memory cgroup, or with pod of the
+// pod's (v1 memory.oom_control "oom_kill N", v2 memory.events "oom_kill N"), whatever the pod's
+// QoS class.
+func cgroupOOMKills(m *cgroup.Manager, uid, id string, pod bool) int {
 	file := "memory.oom_control"
 	if m.Version() == cgroup.V2 {
 		file = "memory.events"
 	}
 	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
 		dir := m.Dir("memory", m.Layout().ContainerDir(qos, types.UID(uid), id))
+		if pod {
+			dir = m.Dir("memory", m.Layout().PodDir(qos, types.UID(uid)))
+		}
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			continue

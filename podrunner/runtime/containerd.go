@@ -65,6 +65,7 @@ type Runtime struct {
 	running map[string]*taskIO // container ID -> log copier of a live task
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
 	oomed   map[string]bool    // container IDs containerd reported an OOM kill for
+	podOOM  map[string]int     // pod UID -> OOM kills of the pod cgroup already attributed
 
 	images *imageImporter
 	net    *podNetwork // nil without CNI
