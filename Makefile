@@ -15,7 +15,7 @@ DEMO_SOCK  ?= /run/podkeeper/podkeeper.sock
 DEMO_CTRD  ?= /run/podkeeper/containerd/containerd.sock
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps test test-unit demo demo-stop clean fmt vet
+.PHONY: all build deps test test-unit demo demo-stop clean fmt vet bench chaos
 
 all: build
 
@@ -76,6 +76,18 @@ demo-stop:
 			$(BIN)/podkeeper --api-socket $(DEMO_SOCK) get pods 2>&1 | grep -q 'No resources' && break; sleep 1; done; \
 		kill $$(cat $(DEMO_ROOT)/demo.pid); rm -f $(DEMO_ROOT)/demo.pid; echo "demo stopped"; \
 	else echo "no demo running"; fi
+
+# Benchmarks (not part of `make test`): podkeeper against the floor (containerd client, ctr) in
+# one run on a private containerd; prints a table and writes docs/benchmarks.md.
+# BENCH_QUICK=1 for a small development run; BENCH_FLAGS for pkbench's flags (-runs, -sizes...).
+bench: deps
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
+	$(BIN)/pkbench -out docs/benchmarks.md $(BENCH_FLAGS)
+
+# Fault suite: every chaos case, full size (the fast ones also run in `make test`).
+chaos: deps
+	PODKEEPER_CHAOS_FULL=1 $(GO) test -count=1 -timeout 30m -run 'TestChaos' -v ./internal/e2e/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
