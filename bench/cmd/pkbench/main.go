@@ -30,6 +30,7 @@ type options struct {
 	window    time.Duration // idle CPU window
 	kills     int           // reaction samples
 	out       string
+	kubelet   string // kubelet binary
 }
 
 func parseOptions() options {
@@ -40,6 +41,7 @@ func parseOptions() options {
 	sizes := flag.String("sizes", "", "batch sizes, comma separated (default 10,110,300; quick 5,20)")
 	window := flag.Duration("window", 0, "idle CPU window (default 60s, quick 10s)")
 	kills := flag.Int("kills", 0, "container kills for the reaction figure (default 30, quick 5)")
+	flag.StringVar(&o.kubelet, "kubelet", "/var/cache/podkeeper-bench/kubelet", "the real kubelet's binary (built from bench/kubelet)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.Parse()
 	o.runs, o.window, o.kills = 50, 60*time.Second, 30
@@ -141,6 +143,18 @@ func run(o options) error {
 	} else {
 		r.notes = append(r.notes, "`ctr` is not installed: no `ctr run -d` column")
 	}
+	if pm, err := newPodman(ctx, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+		r.peers = append(r.peers, peer{"podman kube play", err.Error()})
+	} else {
+		defer pm.Close()
+		runners = append(runners, pm)
+	}
+	if kb, err := newKubelet(ctx, o.kubelet, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+		r.peers = append(r.peers, peer{"kubelet (standalone)", err.Error()})
+	} else {
+		defer kb.Close()
+		runners = append(runners, kb)
+	}
 	time.Sleep(2 * time.Second)
 	r.agentIdle = memOf(pk.cmd.Process.Pid)
 
@@ -176,10 +190,14 @@ func run(o options) error {
 			b.agent = sumMem(rn.AgentPIDs())
 			shims := rn.ShimPIDs()
 			b.shims, b.shimMem = len(shims), sumMem(shims)
-			b.containerd = memOf(ctrdPID)
+			cpid := ctrdPID
+			if own, ok := rn.(interface{ ContainerdPID() int }); ok {
+				cpid = own.ContainerdPID()
+			}
+			b.containerd = memOf(cpid)
 			if n == o.footprint && rn != runner(ctrOnly(runners)) {
 				log.Printf("%s: idle CPU over %v", rn.Name(), o.window)
-				b.cpu = measureCPU(o.window, rn.AgentPIDs(), shims, ctrdPID)
+				b.cpu = measureCPU(o.window, rn.AgentPIDs(), shims, cpid)
 				if rn == runner(pk) {
 					log.Printf("podkeeper: reaction, %d kills", o.kills)
 					r.reaction, err = measureReaction(ctx, pk, o.kills)
@@ -196,7 +214,6 @@ func run(o options) error {
 	}
 	r.finished = time.Now()
 	r.loadEnd = loadAvg()
-	r.peers = peers()
 	report := r.markdown()
 	fmt.Println(report)
 	if o.out != "" {

@@ -82,11 +82,13 @@ const (
 	pkName    = "podkeeper"
 	floorName = "floor (client create+start)"
 	ctrName   = "floor (ctr run -d)"
+	podmanNm  = "podman kube play"
+	kubeletNm = "kubelet (standalone)"
 )
 
 func (r *results) runnerNames() []string {
 	var out []string
-	for _, n := range []string{pkName, floorName, ctrName} {
+	for _, n := range []string{pkName, floorName, ctrName, kubeletNm, podmanNm} {
 		if _, ok := r.single[n]; ok {
 			out = append(out, n)
 		}
@@ -137,14 +139,52 @@ func (r *results) markdown() string {
 	w("\n## 2. Footprint with %d running pods\n\n", o.footprint)
 	pb, _ := r.batch(pkName, o.footprint)
 	fb, _ := r.batch(floorName, o.footprint)
-	w("| | podkeeper | floor (client) |\n|---|---|---|\n")
-	w("| agent RSS / Pss | %s / %s (idle with 0 pods: %s) | — |\n", mib(pb.agent.RSS), mib(pb.agent.PSS), mib(r.agentIdle.RSS))
-	w("| shims | %d, Pss %s total, %s per pod | %d, Pss %s total, %s per pod |\n", pb.shims, mib(pb.shimMem.PSS), perPod(pb.shimMem.PSS, o.footprint), fb.shims, mib(fb.shimMem.PSS), perPod(fb.shimMem.PSS, o.footprint))
-	w("| node memory per pod (agent Pss share + shim Pss) | %s | %s |\n", perPod(pb.agent.PSS+pb.shimMem.PSS, o.footprint), perPod(fb.shimMem.PSS, o.footprint))
-	w("| idle CPU over %v: agent | %.2f%% of a core | — |\n", o.window, pb.cpu.agent*100)
-	w("| idle CPU: shims (all) | %.2f%% | %.2f%% |\n", pb.cpu.shims*100, fb.cpu.shims*100)
-	w("| idle CPU: containerd (reference) | %.2f%% | %.2f%% |\n", pb.cpu.container*100, fb.cpu.container*100)
-	w("| containerd RSS (reference; idle before any pod: %s) | %s | %s |\n", mib(r.containerdIdle.RSS), mib(pb.containerd.RSS), mib(fb.containerd.RSS))
+	type colT struct {
+		name string
+		b    batch
+	}
+	cols := []colT{{pkName, pb}, {floorName, fb}}
+	for _, n := range []string{kubeletNm, podmanNm} {
+		if bb, ok := r.batch(n, o.footprint); ok {
+			cols = append(cols, colT{n, bb})
+		}
+	}
+	row := func(label string, f func(c colT) string) {
+		w("| %s |", label)
+		for _, c := range cols {
+			w(" %s |", f(c))
+		}
+		w("\n")
+	}
+	w("|")
+	for _, c := range cols {
+		w(" | %s", c.name)
+	}
+	w(" |\n|---|")
+	for range cols {
+		w("---|")
+	}
+	w("\n")
+	row("agent RSS / Pss", func(c colT) string {
+		switch c.name {
+		case pkName:
+			return fmt.Sprintf("%s / %s (idle with 0 pods: %s)", mib(c.b.agent.RSS), mib(c.b.agent.PSS), mib(r.agentIdle.RSS))
+		case floorName:
+			return "—"
+		case podmanNm:
+			return "— (daemonless)"
+		}
+		return fmt.Sprintf("%s / %s", mib(c.b.agent.RSS), mib(c.b.agent.PSS))
+	})
+	row("shims (podman: conmon)", func(c colT) string {
+		return fmt.Sprintf("%d, Pss %s total, %s per pod", c.b.shims, mib(c.b.shimMem.PSS), perPod(c.b.shimMem.PSS, o.footprint))
+	})
+	row("node memory per pod (agent Pss share + shim Pss)", func(c colT) string { return perPod(c.b.agent.PSS+c.b.shimMem.PSS, o.footprint) })
+	row(fmt.Sprintf("idle CPU over %v: agent (%% of a core)", o.window), func(c colT) string { return fmt.Sprintf("%.2f%%", c.b.cpu.agent*100) })
+	row("idle CPU: shims (all)", func(c colT) string { return fmt.Sprintf("%.2f%%", c.b.cpu.shims*100) })
+	row("idle CPU: its containerd (reference)", func(c colT) string { return fmt.Sprintf("%.2f%%", c.b.cpu.container*100) })
+	row(fmt.Sprintf("its containerd's RSS (reference; podkeeper's idle before any pod: %s)", mib(r.containerdIdle.RSS)), func(c colT) string { return mib(c.b.containerd.RSS) })
+	w("\nThe kubelet has its own containerd (with the CRI plugin); podman uses none (its column's containerd figures are those of the idle containerd beside it).\n")
 	w("\nThe sleepers' own processes (and podkeeper's pause processes, ~0.3 MB each) are not counted. Readiness probes (110 httpGet at 1 s) are not measured yet: podkeeper has no probes in this tree.\n")
 
 	w("\n## 3. Reaction: container killed -> replacement running\n\n")
@@ -227,14 +267,6 @@ func met(ok bool) string {
 		return "met"
 	}
 	return "**missed** (see below)"
-}
-
-// peers lists the peer programs of the issue that this version of the benchmark does not run.
-func peers() []peer {
-	return []peer{
-		{"kubelet (standalone, static pods)", "the kubelet binary builds (bench/kubelet, cached at /var/cache/podkeeper-bench/kubelet) but its CRI containerd, pause image and KubeletConfiguration are not wired into pkbench yet"},
-		{"podman kube play", "not wired into pkbench yet"},
-	}
 }
 
 // analysis explains the targets the design cannot reach and what would; written from the
