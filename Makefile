@@ -80,10 +80,15 @@ demo-stop:
 # Benchmarks (not part of `make test`): podkeeper against the floor (containerd client, ctr) in
 # one run on a private containerd; prints a table and writes docs/benchmarks.md.
 # BENCH_QUICK=1 for a small development run; BENCH_FLAGS for pkbench's flags (-runs, -sizes...).
+# Peers: the real kubelet (built once from bench/kubelet into $(KUBELET), ~10 min cold) and
+# podman (installed when missing); a peer that cannot run gets its reason in the table.
+KUBELET ?= /var/cache/podkeeper-bench/kubelet
 bench: deps
+	@command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends podman || echo "podman could not be installed; the table will say so"
+	@[ -x $(KUBELET) ] || { mkdir -p $(dir $(KUBELET)) && cd bench/kubelet && CGO_ENABLED=0 $(GO) build -o $(KUBELET) . ; }
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
-	$(BIN)/pkbench -out docs/benchmarks.md $(BENCH_FLAGS)
+	$(BIN)/pkbench -out docs/benchmarks.md -kubelet $(KUBELET) $(BENCH_FLAGS)
 
 # Fault suite: every chaos case, full size (the fast ones also run in `make test`).
 chaos: deps
