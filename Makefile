@@ -15,7 +15,7 @@ DEMO_SOCK  ?= /run/podkeeper/podkeeper.sock
 DEMO_CTRD  ?= /run/podkeeper/containerd/containerd.sock
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps test test-unit demo demo-stop clean fmt vet bench chaos
+.PHONY: all build deps test test-unit demo demo-stop clean fmt vet bench chaos conformance
 
 all: build
 
@@ -89,6 +89,14 @@ bench: deps
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
 	$(BIN)/pkbench -out docs/benchmarks.md -kubelet $(KUBELET) $(BENCH_FLAGS)
+
+# Differential check against the real kubelet: the same manifests under both, pod status
+# compared field by field; writes docs/conformance.md.
+conformance: deps
+	@[ -x $(KUBELET) ] || { mkdir -p $(dir $(KUBELET)) && cd bench/kubelet && CGO_ENABLED=0 $(GO) build -o $(KUBELET) . ; }
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
+	$(BIN)/pkbench -conformance -out docs/conformance.md -kubelet $(KUBELET)
 
 # Fault suite: every chaos case, full size (the fast ones also run in `make test`).
 # Then the manifest decoder's fuzz target for a fixed time.

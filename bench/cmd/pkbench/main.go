@@ -31,6 +31,8 @@ type options struct {
 	kills     int           // reaction samples
 	out       string
 	kubelet   string // kubelet binary
+	conform   bool   // run the differential check against the kubelet instead of the benchmark
+	settle    time.Duration
 }
 
 func parseOptions() options {
@@ -42,6 +44,8 @@ func parseOptions() options {
 	window := flag.Duration("window", 0, "idle CPU window (default 60s, quick 10s)")
 	kills := flag.Int("kills", 0, "container kills for the reaction figure (default 30, quick 5)")
 	flag.StringVar(&o.kubelet, "kubelet", "/var/cache/podkeeper-bench/kubelet", "the real kubelet's binary (built from bench/kubelet)")
+	flag.BoolVar(&o.conform, "conformance", false, "run the differential check against the real kubelet (make conformance) instead of the benchmark")
+	flag.DurationVar(&o.settle, "settle", 25*time.Second, "conformance: wait this long after the manifests are written before comparing")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.Parse()
 	o.runs, o.window, o.kills = 50, 60*time.Second, 30
@@ -96,6 +100,12 @@ type runner interface {
 func main() {
 	log.SetFlags(log.Ltime)
 	o := parseOptions()
+	if o.conform {
+		if err := runConformance(context.Background(), o, o.settle); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		log.Fatal(err)
 	}
