@@ -339,3 +339,71 @@ func removeKubepodsCgroups() {
 		_ = syscall.Rmdir(d)
 	}
 }
+
+// measureKubeletReaction kills the app container of `kills` different running static pods, one
+// at a time, and measures as for podkeeper: containerd's exit event -> the next task start in
+// the kubelet's namespace (only the killed pod restarts meanwhile), and SIGKILL -> /pods shows
+// the pod Running with restartCount 1.
+func measureKubeletReaction(ctx context.Context, k *kubeletRunner, kills int) (reaction, error) {
+	var out reaction
+	pods, err := k.pods(ctx)
+	if err != nil {
+		return out, err
+	}
+	sub, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := subscribeTaskEvents(sub, k.client, "k8s.io")
+	done := 0
+	for i := range pods {
+		if done == kills {
+			break
+		}
+		p := &pods[i]
+		if !podRunning(p) || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			continue
+		}
+		nctx := namespaces.WithNamespace(ctx, "k8s.io")
+		cs, err := k.client.Containers(nctx, `labels."io.kubernetes.pod.name"==`+fmt.Sprintf("%q", p.Name), `labels."io.kubernetes.container.name"=="c"`)
+		if err != nil || len(cs) != 1 {
+			continue
+		}
+		t, err := cs[0].Task(nctx, nil)
+		if err != nil {
+			continue
+		}
+		id := cs[0].ID()
+		drain(events)
+		t0 := time.Now()
+		if err := syscall.Kill(int(t.Pid()), syscall.SIGKILL); err != nil {
+			return out, err
+		}
+		exitAt, startAt, err := waitExitThenStart(events, id, 60*time.Second)
+		if err != nil {
+			return out, fmt.Errorf("kubelet reaction: %w", err)
+		}
+		for {
+			l, err := k.pods(ctx)
+			ok := false
+			for j := range l {
+				if err == nil && l[j].Name == p.Name && podRunning(&l[j]) && l[j].Status.ContainerStatuses[0].RestartCount == 1 {
+					ok = true
+				}
+			}
+			if ok {
+				break
+			}
+			if time.Since(t0) > 60*time.Second {
+				return out, fmt.Errorf("kubelet reaction: %s not Running with restartCount 1 within 60s", p.Name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		out.killToAPI = append(out.killToAPI, time.Since(t0))
+		out.exitToStart = append(out.exitToStart, startAt.Sub(exitAt))
+		done++
+		time.Sleep(200 * time.Millisecond)
+	}
+	if done < kills {
+		return out, fmt.Errorf("kubelet reaction: only %d pods to kill, wanted %d", done, kills)
+	}
+	return out, nil
+}

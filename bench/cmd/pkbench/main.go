@@ -215,6 +215,12 @@ func run(o options) error {
 						return err
 					}
 				}
+				if kb, ok := rn.(*kubeletRunner); ok {
+					log.Printf("kubelet: reaction, %d kills", o.kills)
+					if r.kubeletReaction, err = measureKubeletReaction(ctx, kb, o.kills); err != nil {
+						r.notes = append(r.notes, "kubelet reaction not measured: "+err.Error())
+					}
+				}
 			}
 			if b.down, err = rn.RemoveAll(ctx); err != nil {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
