@@ -187,6 +187,8 @@ func run(o options) error {
 		}
 	}
 
+	r.writePartial(o)
+
 	// 2-5. Batches: start all at once, footprint and reaction at the footprint size, teardown.
 	for _, n := range o.sizes {
 		for _, rn := range runners {
@@ -226,6 +228,7 @@ func run(o options) error {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
 			}
 			r.batches = append(r.batches, b)
+			r.writePartial(o)
 		}
 	}
 	r.finished = time.Now()
@@ -237,6 +240,7 @@ func run(o options) error {
 			return err
 		}
 		log.Printf("wrote %s", o.out)
+		os.Remove(o.out + ".partial")
 	}
 	return nil
 }
@@ -272,4 +276,15 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// writePartial writes the report so far (to <out>.partial), so that a run cut short keeps
+// what it measured.
+func (r *results) writePartial(o options) {
+	if o.out == "" {
+		return
+	}
+	r.finished = time.Now()
+	r.loadEnd = loadAvg()
+	_ = os.WriteFile(o.out+".partial", []byte(r.markdown()), 0o644)
 }
