@@ -363,7 +363,8 @@ func measureKubeletReaction(ctx context.Context, k *kubeletRunner, kills int) (r
 			continue
 		}
 		nctx := namespaces.WithNamespace(ctx, "k8s.io")
-		cs, err := k.client.Containers(nctx, `labels."io.kubernetes.pod.name"==`+fmt.Sprintf("%q", p.Name), `labels."io.kubernetes.container.name"=="c"`)
+		// One filter with both conditions (a comma is AND; separate filters are OR).
+		cs, err := k.client.Containers(nctx, `labels."io.kubernetes.pod.name"==`+fmt.Sprintf("%q", p.Name)+`,labels."io.kubernetes.container.name"=="c"`)
 		if err != nil || len(cs) != 1 {
 			continue
 		}
