@@ -20,7 +20,7 @@ PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(SYSCONFDIR)/systemd/system
 
-.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet install uninstall
+.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet install uninstall bench chaos conformance
 
 all: build
 
@@ -103,6 +103,34 @@ install: build
 # Removes what install put in place except the config and manifests (they are yours).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/podkeeper $(DESTDIR)$(PREFIX)/bin/podkeeper-pause $(DESTDIR)$(UNITDIR)/podkeeper.service
+
+# Benchmarks (not part of `make test`): podkeeper against the floor (containerd client, ctr) in
+# one run on a private containerd; prints a table and writes docs/benchmarks.md.
+# BENCH_QUICK=1 for a small development run; BENCH_FLAGS for pkbench's flags (-runs, -sizes...).
+# Peers: the real kubelet (built once from bench/kubelet into $(KUBELET), ~10 min cold) and
+# podman (installed when missing); a peer that cannot run gets its reason in the table.
+KUBELET ?= /var/cache/podkeeper-bench/kubelet
+bench: deps
+	@command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends podman || echo "podman could not be installed; the table will say so"
+	@[ -x $(KUBELET) ] || { mkdir -p $(dir $(KUBELET)) && cd bench/kubelet && CGO_ENABLED=0 $(GO) build -o $(KUBELET) . ; }
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
+	$(BIN)/pkbench -out docs/benchmarks.md -kubelet $(KUBELET) $(BENCH_FLAGS)
+
+# Differential check against the real kubelet: the same manifests under both, pod status
+# compared field by field; writes docs/conformance.md.
+conformance: deps
+	@[ -x $(KUBELET) ] || { mkdir -p $(dir $(KUBELET)) && cd bench/kubelet && CGO_ENABLED=0 $(GO) build -o $(KUBELET) . ; }
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/pkbench ./bench/cmd/pkbench
+	$(BIN)/pkbench -conformance -out docs/conformance.md -kubelet $(KUBELET)
+
+# Fault suite: every chaos case, full size (the fast ones also run in `make test`).
+# Then the manifest decoder's fuzz target for a fixed time.
+CHAOS_FUZZTIME ?= 60s
+chaos: deps
+	PODKEEPER_CHAOS_FULL=1 $(GO) test -count=1 -timeout 30m -run 'TestChaos' -v ./internal/e2e/ 2>&1 | tee /tmp/podkeeper-chaos.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RESULT'; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFile -fuzztime $(CHAOS_FUZZTIME) ./manifests/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

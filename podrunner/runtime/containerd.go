@@ -79,6 +79,7 @@ type taskIO struct {
 	task containerd.Task
 	logw *crilog.Writer
 	outs []io.Closer
+	log  *slog.Logger
 }
 
 var _ podrunner.Runtime = (*Runtime)(nil)
@@ -419,6 +420,8 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	// A leftover from a crash between create and record (same ID) is replaced.
 	if old, err := r.client.LoadContainer(ctx, id); err == nil {
 		r.deleteContainer(ctx, old)
+	} else {
+		r.removeOrphanSnapshot(ctx, id)
 	}
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
@@ -620,13 +623,13 @@ func (r *Runtime) newTaskIO(logPath string) (*taskIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &taskIO{logw: w}, nil
+	return &taskIO{logw: w, log: r.log}, nil
 }
 
 func (t *taskIO) stream(name string) io.Writer {
 	s := t.logw.Stream(name)
 	t.outs = append(t.outs, s)
-	return s
+	return keepDraining(s, t.logw.Path(), t.log)
 }
 
 // close flushes both streams and the file. Call after the task's IO has drained.

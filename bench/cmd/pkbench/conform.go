@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/internal/testenv"
+)
+
+// scenario is one manifest run under both podkeeper and the kubelet; its status is compared
+// after the same wait.
+type scenario struct {
+	name, what, spec string
+}
+
+func sh(name, script string) string {
+	return fmt.Sprintf("  - name: %s\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", %q]\n", name, script)
+}
+
+func podDoc(name, policy, extra string, containers ...string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  restartPolicy: %s\n  terminationGracePeriodSeconds: 2\n%s  containers:\n%s", name, policy, extra, strings.Join(containers, ""))
+}
+
+var scenarios = []scenario{
+	{"running", "a sleeper, restartPolicy Always", podDoc("cf-running", "Always", "", sh("c", sleeper))},
+	{"succeeded", "exit 0 under Never", podDoc("cf-succeeded", "Never", "", sh("c", "exit 0"))},
+	{"failed", "exit 3 under Never", podDoc("cf-failed", "Never", "", sh("c", "exit 3"))},
+	{"onfailure-ok", "exit 0 under OnFailure", podDoc("cf-onfailure", "OnFailure", "", sh("c", "exit 0"))},
+	{"crashloop", "exit 1 under Always (CrashLoopBackOff)", podDoc("cf-crash", "Always", "", sh("c", "exit 1"))},
+	{"init", "an init container (exit 0), then a sleeper", podDoc("cf-init", "Always", "  initContainers:\n"+sh("init", "exit 0"), sh("c", sleeper))},
+	{"two", "two containers, one exits 0 under Always", podDoc("cf-two", "Always", "", sh("a", sleeper), sh("b", "exit 0"))},
+	{"missing-image", "an image that is not on the node and cannot be pulled", podDoc("cf-noimage", "Always", "", "  - name: c\n    image: 127.0.0.1:1/nope:1\n    imagePullPolicy: IfNotPresent\n")},
+	{"bad-command", "a command that does not exist, under Never", podDoc("cf-badcmd", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/no/such/binary\"]\n")},
+}
+
+// ignored are status fields that differ by nature between two runs: times, IDs, addresses.
+func ignored(key string) bool {
+	last := key[strings.LastIndexByte(key, '.')+1:]
+	switch last {
+	case "startTime", "startedAt", "finishedAt", "lastProbeTime", "lastTransitionTime", "containerID", "imageID",
+		"podIP", "hostIP", "ip", "allocatedResources", "resources", "user", "volumeMounts", "observedGeneration", "stopSignal":
+		return true
+	}
+	return strings.Contains(key, ".podIPs") || strings.Contains(key, ".hostIPs") || strings.Contains(key, ".user.")
+}
+
+// flatten turns a JSON value into path -> value; arrays of objects with a "name" (or a "type")
+// are indexed by it, so the order of containers or conditions does not matter.
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(prefix+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			key := fmt.Sprint(i)
+			if m, ok := e.(map[string]any); ok {
+				if n, ok := m["name"].(string); ok {
+					key = n
+				} else if t, ok := m["type"].(string); ok {
+					key = t
+				}
+			}
+			flatten(prefix+"["+key+"]", e, out)
+		}
+	default:
+		if !ignored(prefix) {
+			out[prefix] = fmt.Sprint(x)
+		}
+	}
+}
+
+func statusMap(p *corev1.Pod) map[string]string {
+	b, _ := json.Marshal(p.Status)
+	var v any
+	_ = json.Unmarshal(b, &v)
+	out := map[string]string{}
+	flatten("status", v, out)
+	return out
+}
+
+type difference struct{ scenario, field, podkeeper, kubelet string }
+
+// runConformance runs every scenario under both, waits settle, and lists the differences.
+func runConformance(ctx context.Context, o options, settle time.Duration) error {
+	binDir, err := testenv.Binaries()
+	if err != nil {
+		return err
+	}
+	defer testenv.RemoveBinaries()
+	env, err := testenv.StartContainerd("pkconform-unused")
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	pk, err := newPodkeeper(ctx, binDir, env.Address, "pkconform", filepath.Join(env.Dir, "busybox.tar"))
+	if err != nil {
+		return err
+	}
+	defer pk.Close()
+	kb, err := newKubelet(ctx, o.kubelet, filepath.Join(env.Dir, "busybox.tar"))
+	if err != nil {
+		return fmt.Errorf("the kubelet is the oracle and cannot run: %w", err)
+	}
+	defer kb.Close()
+	for _, s := range scenarios {
+		for _, dir := range []string{pk.manifests, kb.manifests} {
+			tmp := filepath.Join(filepath.Dir(dir), "."+s.name)
+			if err := os.WriteFile(tmp, []byte(s.spec), 0o644); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, filepath.Join(dir, s.name+".yaml")); err != nil {
+				return err
+			}
+		}
+	}
+	time.Sleep(settle)
+	pl, err := pk.api.Pods(ctx)
+	if err != nil {
+		return err
+	}
+	kl, err := kb.pods(ctx)
+	if err != nil {
+		return err
+	}
+	byName := func(ps []corev1.Pod) map[string]*corev1.Pod {
+		m := map[string]*corev1.Pod{}
+		for i := range ps {
+			m[ps[i].Name] = &ps[i]
+		}
+		return m
+	}
+	pm, km := byName(pl.Items), byName(kl)
+	var diffs []difference
+	total := 0
+	for _, s := range scenarios {
+		name := podNameOf(s.spec) + "-" + nodeName
+		pp, kp := pm[name], km[name]
+		if pp == nil || kp == nil {
+			diffs = append(diffs, difference{s.name, "(pod)", present(pp), present(kp)})
+			continue
+		}
+		a, b := statusMap(pp), statusMap(kp)
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range b {
+			keys[k] = true
+		}
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			total++
+			if a[k] != b[k] {
+				diffs = append(diffs, difference{s.name, k, orNone(a[k]), orNone(b[k])})
+			}
+		}
+	}
+	md := conformanceMarkdown(settle, total, diffs)
+	fmt.Println(md)
+	if o.out != "" {
+		return os.WriteFile(o.out, []byte(md), 0o644)
+	}
+	return nil
+}
+
+func podNameOf(spec string) string {
+	i := strings.Index(spec, "  name: ")
+	rest := spec[i+len("  name: "):]
+	return rest[:strings.IndexByte(rest, '\n')]
+}
+
+func present(p *corev1.Pod) string {
+	if p == nil {
+		return "(not listed)"
+	}
+	return "listed"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(absent)"
+	}
+	return s
+}
+
+func conformanceMarkdown(settle time.Duration, total int, diffs []difference) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w("# Conformance: podkeeper against the real kubelet\n\n")
+	w("Generated by `make conformance` (bench/cmd/pkbench -conformance) on %s. The same manifests are dropped into podkeeper's manifest directory and into the staticPodPath of the real kubelet (standalone, built from k8s.io/kubernetes in bench/kubelet), both on containerd 1.6.20 with the same busybox image; after %v the pod status each reports (podkeeper's local API, the kubelet's read-only `/pods`) is compared field by field. Times, container and image IDs, IPs and resources are left out.\n\n", time.Now().UTC().Format(time.RFC3339), settle)
+	w("| scenario | what |\n|---|---|\n")
+	for _, s := range scenarios {
+		w("| %s | %s |\n", s.name, s.what)
+	}
+	w("\n%d fields compared, %d differ.\n\n", total, len(diffs))
+	if len(diffs) > 0 {
+		w("| scenario | field | podkeeper | kubelet |\n|---|---|---|---|\n")
+		for _, d := range diffs {
+			w("| %s | `%s` | %s | %s |\n", d.scenario, d.field, cell(d.podkeeper), cell(d.kubelet))
+		}
+	}
+	return b.String()
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

@@ -1,0 +1,290 @@
+// Command pkbench is podkeeper's benchmark (`make bench`): it starts its own containerd, runs the
+// podkeeper agent built from this tree and, side by side in the same run, the floor (the same
+// busybox sleepers started straight through containerd: the Go client doing create+start, and
+// `ctr run -d`), then prints a table and writes docs/benchmarks.md.
+//
+// BENCH_QUICK=1 (or -quick) is a small mode for development: fewer runs, smaller batches, a
+// 10 s CPU window.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/podkeeper/podkeeper/internal/testenv"
+)
+
+type options struct {
+	quick     bool
+	runs      int           // single-pod start runs per runner
+	sizes     []int         // batch sizes for scaling; the footprint is taken at footprintAt
+	footprint int           // batch size of the footprint and reaction sections
+	window    time.Duration // idle CPU window
+	kills     int           // reaction samples
+	out       string
+	kubelet   string // kubelet binary
+	conform   bool   // run the differential check against the kubelet instead of the benchmark
+	settle    time.Duration
+}
+
+func parseOptions() options {
+	o := options{}
+	quick := os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0"
+	flag.BoolVar(&o.quick, "quick", quick, "small mode for development (also BENCH_QUICK=1)")
+	runs := flag.Int("runs", 0, "single-pod start runs per runner (default 50, quick 8)")
+	sizes := flag.String("sizes", "", "batch sizes, comma separated (default 10,110,300; quick 5,20)")
+	window := flag.Duration("window", 0, "idle CPU window (default 60s, quick 10s)")
+	kills := flag.Int("kills", 0, "container kills for the reaction figure (default 30, quick 5)")
+	flag.StringVar(&o.kubelet, "kubelet", "/var/cache/podkeeper-bench/kubelet", "the real kubelet's binary (built from bench/kubelet)")
+	flag.BoolVar(&o.conform, "conformance", false, "run the differential check against the real kubelet (make conformance) instead of the benchmark")
+	flag.DurationVar(&o.settle, "settle", 25*time.Second, "conformance: wait this long after the manifests are written before comparing")
+	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
+	flag.Parse()
+	o.runs, o.window, o.kills = 50, 60*time.Second, 30
+	o.sizes = []int{10, 110, 300}
+	o.footprint = 110
+	if o.quick {
+		o.runs, o.window, o.kills = 8, 10*time.Second, 5
+		o.sizes = []int{5, 20}
+		o.footprint = 20
+	}
+	if *runs > 0 {
+		o.runs = *runs
+	}
+	if *window > 0 {
+		o.window = *window
+	}
+	if *kills > 0 {
+		o.kills = *kills
+	}
+	if *sizes != "" {
+		o.sizes = nil
+		for _, s := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				log.Fatalf("-sizes %q: %v", *sizes, err)
+			}
+			o.sizes = append(o.sizes, n)
+		}
+		o.footprint = o.sizes[len(o.sizes)-1]
+		for _, n := range o.sizes {
+			if n == 110 {
+				o.footprint = 110
+			}
+		}
+	}
+	return o
+}
+
+// runner is one way of running the benchmark's pods.
+type runner interface {
+	Name() string
+	// StartBatch starts pods [first, first+n) at once and returns the time until all of them
+	// (and every pod already started) run.
+	StartBatch(ctx context.Context, first, n int) (time.Duration, error)
+	// RemoveAll removes every pod it runs and returns the time until all are gone.
+	RemoveAll(ctx context.Context) (time.Duration, error)
+	AgentPIDs() []int // the runner's own long-lived processes (none for the floor)
+	ShimPIDs() []int  // the containerd shims serving its containers
+	Close()
+}
+
+func main() {
+	log.SetFlags(log.Ltime)
+	o := parseOptions()
+	if o.conform {
+		if err := runConformance(context.Background(), o, o.settle); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if err := run(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	m := describeMachine()
+	log.Printf("machine: %s", m)
+	binDir, err := testenv.Binaries()
+	if err != nil {
+		return err
+	}
+	defer testenv.RemoveBinaries()
+	env, err := testenv.StartContainerd("pkbench-floor")
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	if err := env.ImportBusybox("pkbench-ctr"); err != nil {
+		return err
+	}
+	r := &results{opts: o, machine: m}
+	ctrdPID := containerdPID(env.Dir)
+	r.containerdIdle = memOf(ctrdPID)
+
+	pk, err := newPodkeeper(ctx, binDir, env.Address, "pkbench", filepath.Join(env.Dir, "busybox.tar"))
+	if err != nil {
+		return err
+	}
+	defer pk.Close()
+	floor, err := newFloor(env.Address, "pkbench-floor", false)
+	if err != nil {
+		return err
+	}
+	defer floor.Close()
+	runners := []runner{pk, floor}
+	if _, err := exec.LookPath("ctr"); err == nil {
+		ctr, err := newFloor(env.Address, "pkbench-ctr", true)
+		if err != nil {
+			return err
+		}
+		defer ctr.Close()
+		runners = append(runners, ctr)
+	} else {
+		r.notes = append(r.notes, "`ctr` is not installed: no `ctr run -d` column")
+	}
+	if pm, err := newPodman(ctx, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+		r.peers = append(r.peers, peer{"podman kube play", err.Error()})
+	} else {
+		defer pm.Close()
+		runners = append(runners, pm)
+	}
+	if kb, err := newKubelet(ctx, o.kubelet, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+		r.peers = append(r.peers, peer{"kubelet (standalone)", err.Error()})
+	} else {
+		defer kb.Close()
+		runners = append(runners, kb)
+	}
+	time.Sleep(2 * time.Second)
+	r.agentIdle = memOf(pk.cmd.Process.Pid)
+
+	// 1. One pod at a time, the runners interleaved so that they share the machine's load.
+	log.Printf("single pod start, %d runs per runner", o.runs)
+	r.single = map[string]sample{}
+	r.singleDown = map[string]sample{}
+	for i := 0; i < o.runs; i++ {
+		for _, rn := range runners {
+			d, err := rn.StartBatch(ctx, 100000+i, 1)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rn.Name(), err)
+			}
+			r.single[rn.Name()] = append(r.single[rn.Name()], d)
+			d, err = rn.RemoveAll(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rn.Name(), err)
+			}
+			r.singleDown[rn.Name()] = append(r.singleDown[rn.Name()], d)
+		}
+	}
+
+	r.writePartial(o)
+
+	// 2-5. Batches: start all at once, footprint and reaction at the footprint size, teardown.
+	for _, n := range o.sizes {
+		for _, rn := range runners {
+			log.Printf("%s: %d pods at once", rn.Name(), n)
+			d, err := rn.StartBatch(ctx, 0, n)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rn.Name(), err)
+			}
+			b := batch{runner: rn.Name(), n: n, start: d}
+			time.Sleep(3 * time.Second) // let the start settle before reading memory
+			b.agent = sumMem(rn.AgentPIDs())
+			shims := rn.ShimPIDs()
+			b.shims, b.shimMem = len(shims), sumMem(shims)
+			cpid := ctrdPID
+			if own, ok := rn.(interface{ ContainerdPID() int }); ok {
+				cpid = own.ContainerdPID()
+			}
+			b.containerd = memOf(cpid)
+			if n == o.footprint && rn != runner(ctrOnly(runners)) {
+				log.Printf("%s: idle CPU over %v", rn.Name(), o.window)
+				b.cpu = measureCPU(o.window, rn.AgentPIDs(), shims, cpid)
+				if rn == runner(pk) {
+					log.Printf("podkeeper: reaction, %d kills", o.kills)
+					r.reaction, err = measureReaction(ctx, pk, o.kills)
+					if err != nil {
+						return err
+					}
+				}
+				if kb, ok := rn.(*kubeletRunner); ok {
+					log.Printf("kubelet: reaction, %d kills", o.kills)
+					if r.kubeletReaction, err = measureKubeletReaction(ctx, kb, o.kills); err != nil {
+						r.notes = append(r.notes, "kubelet reaction not measured: "+err.Error())
+					}
+				}
+			}
+			if b.down, err = rn.RemoveAll(ctx); err != nil {
+				return fmt.Errorf("%s: %w", rn.Name(), err)
+			}
+			r.batches = append(r.batches, b)
+			r.writePartial(o)
+		}
+	}
+	r.finished = time.Now()
+	r.loadEnd = loadAvg()
+	report := r.markdown()
+	fmt.Println(report)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
+			return err
+		}
+		log.Printf("wrote %s", o.out)
+		os.Remove(o.out + ".partial")
+	}
+	return nil
+}
+
+// ctrOnly returns the `ctr run -d` runner, whose footprint equals the client floor's.
+func ctrOnly(rs []runner) runner {
+	for _, r := range rs {
+		if f, ok := r.(*floorRunner); ok && f.useCtr {
+			return f
+		}
+	}
+	return nil
+}
+
+type cpuUse struct {
+	window                  time.Duration
+	agent, shims, container float64 // cores
+}
+
+func measureCPU(w time.Duration, agent, shims []int, ctrd int) cpuUse {
+	a0, s0, c0 := sumTicks(agent), sumTicks(shims), cpuTicks(ctrd)
+	t0 := time.Now()
+	time.Sleep(w)
+	el := time.Since(t0).Seconds()
+	f := func(d int64) float64 { return float64(d) / clockTicks / el }
+	return cpuUse{window: w, agent: f(sumTicks(agent) - a0), shims: f(sumTicks(shims) - s0), container: f(cpuTicks(ctrd) - c0)}
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// writePartial writes the report so far (to <out>.partial), so that a run cut short keeps
+// what it measured.
+func (r *results) writePartial(o options) {
+	if o.out == "" {
+		return
+	}
+	r.finished = time.Now()
+	r.loadEnd = loadAvg()
+	_ = os.WriteFile(o.out+".partial", []byte(r.markdown()), 0o644)
+}

@@ -1,0 +1,531 @@
+package e2e
+
+// The fault suite (`make chaos`; the same cases at small sizes run in `make test`). Every case
+// says what it does and then checks, through the agent's API and straight in containerd, that
+// nothing is lost: no pod missing, no duplicate container, no leaked container, task, snapshot
+// or mount, and every manifest honoured. PODKEEPER_CHAOS_FULL=1 runs the full sizes of the
+// issue (110 pods, a 30 s containerd outage, 1000 edits).
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
+	pkruntime "github.com/podkeeper/podkeeper/podrunner/runtime"
+)
+
+func chaosFull() bool { return os.Getenv("PODKEEPER_CHAOS_FULL") != "" }
+
+// size returns full under PODKEEPER_CHAOS_FULL, else short.
+func size(short, full int) int {
+	if chaosFull() {
+		return full
+	}
+	return short
+}
+
+// chaosSleeper runs until SIGTERM and exits at once on it.
+const chaosSleeper = `trap "exit 0" TERM; sleep 3600 & wait`
+
+func chaosPod(name, env string) string {
+	extra := ""
+	if env != "" {
+		extra = fmt.Sprintf("    env:\n    - name: GEN\n      value: %q\n", env)
+	}
+	return podYAML(name, "Always", 1, "", shContainer("c", chaosSleeper, extra))
+}
+
+// writeN writes n one-container pods c<prefix>-<i> into their own files.
+func (a *agent) writeN(prefix string, n int) []string {
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		a.write(name+".yaml", chaosPod(name, ""))
+		names = append(names, name+"-"+node)
+	}
+	return names
+}
+
+// waitAllRunning waits until exactly the pods named run, each with all its containers running,
+// and returns them by name.
+func (a *agent) waitAllRunning(timeout time.Duration, names []string) map[string]corev1.Pod {
+	a.t.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var got map[string]corev1.Pod
+	a.eventually(timeout, fmt.Sprintf("%d pods Running", len(names)), func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		got = map[string]corev1.Pod{}
+		notRunning := 0
+		for _, p := range pods {
+			if !want[p.Name] {
+				return false, "unexpected pod " + p.Name
+			}
+			if !running(&p) || p.DeletionTimestamp != nil {
+				notRunning++
+			}
+			got[p.Name] = p
+		}
+		return len(got) == len(want) && notRunning == 0, fmt.Sprintf("%d listed of %d, %d not running", len(got), len(want), notRunning)
+	})
+	return got
+}
+
+// audit is what containerd holds for one namespace, read without the agent.
+type audit struct {
+	containers map[string]containers.Container
+	tasks      map[string]uint32 // container ID -> PID of its running task
+	stopped    map[string]bool   // container IDs whose task exists but is not running
+	active     map[string]bool   // active snapshot keys
+	mounts     []string          // rootfs mounts of the namespace's task bundles
+}
+
+func takeAudit(t *testing.T, address, stateDir, ns string) audit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := containerd.New(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx = namespaces.WithNamespace(ctx, ns)
+	au := audit{containers: map[string]containers.Container{}, tasks: map[string]uint32{}, stopped: map[string]bool{}, active: map[string]bool{}}
+	cs, err := cl.ContainerService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		au.containers[c.ID] = containers.Container{ID: c.ID, Labels: c.Labels, SnapshotKey: c.SnapshotKey}
+	}
+	ts, err := cl.TaskService().List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range ts.Tasks {
+		if tk.Status.String() == "RUNNING" {
+			au.tasks[tk.ID] = tk.Pid
+		} else {
+			au.stopped[tk.ID] = true
+		}
+	}
+	err = cl.SnapshotService("overlayfs").Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if info.Kind == snapshots.KindActive {
+			au.active[info.Name] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(stateDir, "io.containerd.runtime.v2.task", ns) + "/"
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && strings.HasPrefix(f[4], prefix) {
+			au.mounts = append(au.mounts, strings.TrimPrefix(f[4], prefix))
+		}
+	}
+	return au
+}
+
+// checkNothingLost asserts the containerd side of "nothing lost" for the pods the API lists:
+// every listed pod has one running sandbox and one running instance of each container; no
+// container, task, snapshot or mount belongs to anything else.
+func checkNothingLost(t *testing.T, a *agent, stateDir string, pods map[string]corev1.Pod) audit {
+	t.Helper()
+	au := takeAudit(t, a.address, stateDir, a.ns)
+	uids := map[string]string{}
+	for name, p := range pods {
+		uids[string(p.UID)] = name
+	}
+	runningOf := map[string]int{} // "<uid>/<container>" -> running instances
+	for id, c := range au.containers {
+		uid := c.Labels[pkruntime.LabelPodUID]
+		if _, ok := uids[uid]; !ok {
+			t.Errorf("leaked container %s of pod %s (uid %s), not listed by the API", id, c.Labels[pkruntime.LabelPodName], uid)
+			continue
+		}
+		if _, ok := au.tasks[id]; ok {
+			runningOf[uid+"/"+c.Labels[pkruntime.LabelContainerName]+"/"+c.Labels[pkruntime.LabelKind]]++
+		}
+		if c.SnapshotKey != "" && !au.active[c.SnapshotKey] {
+			t.Errorf("container %s lost its snapshot %s", id, c.SnapshotKey)
+		}
+	}
+	for uid, name := range uids {
+		p := pods[name]
+		if n := runningOf[uid+"//"+string(podrunner.KindSandbox)]; n != 1 {
+			t.Errorf("pod %s: %d running sandboxes, want 1", name, n)
+		}
+		for _, c := range p.Spec.Containers {
+			if n := runningOf[uid+"/"+c.Name+"/"+string(podrunner.KindApp)]; n != 1 {
+				t.Errorf("pod %s container %s: %d running instances, want 1", name, c.Name, n)
+			}
+		}
+	}
+	for key := range au.active {
+		owned := false
+		for _, c := range au.containers {
+			if c.SnapshotKey == key {
+				owned = true
+			}
+		}
+		if !owned {
+			t.Errorf("leaked snapshot %s (no container)", key)
+		}
+	}
+	for id := range au.tasks {
+		if _, ok := au.containers[id]; !ok {
+			t.Errorf("leaked task %s (no container)", id)
+		}
+	}
+	for _, m := range au.mounts {
+		id := strings.SplitN(m, "/", 2)[0]
+		_, run := au.tasks[id]
+		if !run && !au.stopped[id] {
+			t.Errorf("leaked mount %s (no task)", m)
+		}
+	}
+	return au
+}
+
+// pidsOf maps "<pod>/<container-id>" to the running task PID of every container and sandbox.
+func pidsOf(au audit) map[string]uint32 {
+	out := map[string]uint32{}
+	for id, pid := range au.tasks {
+		out[id] = pid
+	}
+	return out
+}
+
+func samePIDs(t *testing.T, before, after map[string]uint32, what string) {
+	t.Helper()
+	for id, pid := range before {
+		if after[id] != pid {
+			t.Errorf("%s: task %s PID %d before, %d after (restarted or lost)", what, id, pid, after[id])
+		}
+	}
+	for id := range after {
+		if _, ok := before[id]; !ok {
+			t.Errorf("%s: new task %s (a restart or a duplicate)", what, id)
+		}
+	}
+}
+
+func noRestarts(t *testing.T, pods map[string]corev1.Pod, what string) {
+	t.Helper()
+	for name, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount != 0 {
+				t.Errorf("%s: pod %s container %s restartCount %d, want 0", what, name, cs.Name, cs.RestartCount)
+			}
+		}
+	}
+}
+
+// chaosLog records a case's result line for docs/reliability.md (printed with -v).
+func chaosLog(t *testing.T, format string, args ...any) {
+	t.Logf("RESULT %s: "+format, append([]any{t.Name()}, args...)...)
+}
+
+// kill -9 of the agent while it starts many pods, then again at steady state: the restarted
+// agent adopts what runs (same task PIDs, no restarts, no duplicates) and finishes the start.
+func TestChaosKill9DuringStart(t *testing.T) {
+	n := size(8, 110)
+	a := startAgent(t, "pk-chaos-kill")
+	stateDir := filepath.Join(env.Dir, "state")
+	names := a.writeN("k", n)
+	// Kill once containerd runs some of the pods' tasks, usually not all yet.
+	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.tasks) >= 1, fmt.Sprintf("%d tasks", len(au.tasks))
+	})
+	a.kill9()
+	mid := takeAudit(t, a.address, stateDir, a.ns)
+	a.start()
+	pods := a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
+	noRestarts(t, pods, "after kill -9 during start")
+	au := checkNothingLost(t, a, stateDir, pods)
+	// Everything that ran when the agent died runs on, untouched.
+	for id, pid := range mid.tasks {
+		if au.tasks[id] != pid {
+			t.Errorf("task %s ran with PID %d when the agent died, now %d", id, pid, au.tasks[id])
+		}
+	}
+	chaosLog(t, "%d pods; %d tasks running at the kill; after restart %d/%d pods Running, %d tasks, 0 restarts, no leaks: %v", n, len(mid.tasks), len(pods), n, len(au.tasks), !t.Failed())
+
+	// Steady state: kill -9 again, nothing may change.
+	a.kill9()
+	a.start()
+	pods = a.waitAllRunning(time.Minute, names)
+	noRestarts(t, pods, "after kill -9 at steady state")
+	after := checkNothingLost(t, a, stateDir, pods)
+	samePIDs(t, pidsOf(au), pidsOf(after), "kill -9 at steady state")
+	chaosLog(t, "steady state: %d pods adopted, %d task PIDs unchanged, no leaks: %v", len(pods), len(after.tasks), !t.Failed())
+}
+
+// "Reboot": while the agent is down every task is gone (killed and deleted, as after a reboot),
+// and for half of the pods the containers too. At its start the agent brings every pod back
+// with one running instance of each container and leaves nothing behind.
+func TestChaosReboot(t *testing.T) {
+	n := size(4, 20)
+	a := startAgent(t, "pk-chaos-reboot")
+	stateDir := filepath.Join(env.Dir, "state")
+	names := a.writeN("r", n)
+	a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
+	a.kill9()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := containerd.New(a.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	nctx := namespaces.WithNamespace(ctx, a.ns)
+	cs, err := cl.Containers(nctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ID() < cs[j].ID() })
+	deleted := 0
+	for i, c := range cs {
+		if tk, err := c.Task(nctx, nil); err == nil {
+			ch, _ := tk.Wait(nctx)
+			_ = tk.Kill(nctx, syscall.SIGKILL)
+			<-ch
+			if _, err := tk.Delete(nctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%2 == 0 {
+			if err := c.Delete(nctx, containerd.WithSnapshotCleanup); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	a.start()
+	pods := a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
+	au := checkNothingLost(t, a, stateDir, pods)
+	chaosLog(t, "%d pods, %d containers: all tasks removed, %d containers deleted while the agent was down; after its start %d/%d pods Running, %d tasks, no leaks: %v",
+		n, len(cs), deleted, len(pods), n, len(au.tasks), !t.Failed())
+}
+
+// containerd stopped (SIGTERM) for a while, then started again on the same root and state: the
+// agent's API keeps answering, the pods keep running (same PIDs, no restarts), and the agent
+// reconnects and still reacts to exits.
+func TestChaosContainerdRestart(t *testing.T) {
+	outage := time.Duration(size(3, 30)) * time.Second
+	n := size(3, 20)
+	dir, err := os.MkdirTemp("/tmp", "pkc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pkruntime.ManagedConfig{
+		Address: filepath.Join(dir, "c.sock"), Root: filepath.Join(dir, "root"), State: filepath.Join(dir, "state"),
+		LogFile: filepath.Join(dir, "containerd.log"), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	m, err := pkruntime.StartManaged(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(); unmountAll(cfg.State); unmountAll(cfg.Root); os.RemoveAll(dir) })
+	a := startAgentAt(t, "pk-chaos-ctrd", cfg.Address) // cleaned up before containerd stops
+	names := a.writeN("d", n)
+	pods := a.waitAllRunning(time.Minute+time.Duration(n)*2*time.Second, names)
+	before := checkNothingLost(t, a, cfg.State, pods)
+
+	m.Stop()
+	t0 := time.Now()
+	for time.Since(t0) < outage {
+		if _, err := a.cli("get", "pods"); err != nil {
+			t.Fatalf("API during the containerd outage: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if m, err = pkruntime.StartManaged(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a restart storm would show within the agent's next syncs
+	pods = a.waitAllRunning(time.Minute, names)
+	noRestarts(t, pods, "after the containerd restart")
+	after := checkNothingLost(t, a, cfg.State, pods)
+	samePIDs(t, pidsOf(before), pidsOf(after), "containerd restart")
+
+	// The agent is reconnected: it sees an exit and restarts the container.
+	p := pods[names[0]]
+	pid := a.runningPID(string(p.UID), "c")
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(time.Minute, names[0], "restarted after the reconnect", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
+	chaosLog(t, "%d pods; containerd down %v; API answered throughout; after restart %d/%d Running, %d task PIDs unchanged, 0 restarts; exit handled after reconnect: %v",
+		n, outage, len(pods), n, len(after.tasks), !t.Failed())
+}
+
+func unmountAll(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mps []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mps = append(mps, f[4])
+		}
+	}
+	for i := len(mps) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
+	}
+}
+
+// Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
+// random; the agent converges to exactly the final files and leaves no old instance behind.
+func TestChaosManifestStorm(t *testing.T) {
+	files, edits := 20, size(200, 1000)
+	window := time.Duration(size(3, 10)) * time.Second
+	a := startAgent(t, "pk-chaos-storm")
+	stateDir := filepath.Join(env.Dir, "state")
+	final := map[string]string{}
+	rng := rand.New(rand.NewSource(1))
+	gap := window / time.Duration(edits)
+	for e := 0; e < edits; e++ {
+		i := rng.Intn(files)
+		if e < files {
+			i = e // every file exists
+		}
+		name := fmt.Sprintf("s-%d", i)
+		gen := fmt.Sprintf("gen-%d", e)
+		a.write(name+".yaml", chaosPod(name, gen))
+		final[name+"-"+node] = gen
+		time.Sleep(gap)
+	}
+	var names []string
+	for n := range final {
+		names = append(names, n)
+	}
+	var pods map[string]corev1.Pod
+	a.eventually(3*time.Minute, "convergence to the final files", func() (bool, string) {
+		pods = a.waitAllRunningOnce(names)
+		if pods == nil {
+			return false, "not all running"
+		}
+		for name, p := range pods {
+			if got := envOf(&p, "GEN"); got != final[name] {
+				return false, fmt.Sprintf("%s runs %s, final file says %s", name, got, final[name])
+			}
+		}
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		if len(au.containers) != 2*files || len(au.tasks) != 2*files {
+			return false, fmt.Sprintf("%d containers, %d tasks in containerd; want %d each", len(au.containers), len(au.tasks), 2*files)
+		}
+		return true, ""
+	})
+	au := checkNothingLost(t, a, stateDir, pods)
+	chaosLog(t, "%d edits across %d files in %v; converged: %d pods on their final files, %d containers, %d tasks, no leaks: %v", edits, files, window, len(pods), len(au.containers), len(au.tasks), !t.Failed())
+}
+
+// waitAllRunningOnce is one look of waitAllRunning: the pods when exactly names run, else nil.
+func (a *agent) waitAllRunningOnce(names []string) map[string]corev1.Pod {
+	pods, err := a.pods()
+	if err != nil || len(pods) != len(names) {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]corev1.Pod{}
+	for _, p := range pods {
+		if !want[p.Name] || !running(&p) || p.DeletionTimestamp != nil {
+			return nil
+		}
+		out[p.Name] = p
+	}
+	return out
+}
+
+func envOf(p *corev1.Pod, name string) string {
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// Disk full on the log directory (a small tmpfs mounted for the test): the container keeps
+// running, the agent stays up, and logging resumes once space returns.
+func TestChaosLogDiskFull(t *testing.T) {
+	a := startAgent(t, "pk-chaos-disk")
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "pkchaos", a.logs).Run(); err != nil {
+		t.Fatalf("mount a tmpfs on the log dir: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(a.logs, syscall.MNT_DETACH) }) // before the dir removal
+	a.write("talk.yaml", podYAML("talk", "Always", 1, "", shContainer("c", `trap "exit 0" TERM; i=0; while true; do echo "line $i"; i=$((i+1)); usleep 20000; done`, "")))
+	p := a.waitPod(30*time.Second, "talk-"+node, "Running", running)
+	a.eventually(10*time.Second, "first log lines", func() (bool, string) {
+		out, err := a.cli("logs", "talk", "--tail", "1")
+		return err == nil && strings.Contains(out, "line"), out
+	})
+	filler := filepath.Join(a.logs, "filler")
+	out, _ := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").CombinedOutput()
+	if !strings.Contains(string(out), "No space left") {
+		t.Fatalf("dd did not fill the log tmpfs: %s", out)
+	}
+	pid := a.runningPID(string(p.UID), "c")
+	time.Sleep(3 * time.Second) // the container writes ~150 lines into a full disk
+	if got := a.runningPID(string(p.UID), "c"); got != pid {
+		t.Fatalf("container restarted while the log disk was full: PID %d -> %d", pid, got)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	mark := time.Now()
+	var last string
+	a.eventually(20*time.Second, "logging to resume", func() (bool, string) {
+		out, err := a.cli("logs", "talk", "--tail", "1", "--timestamps")
+		if err != nil {
+			return false, err.Error()
+		}
+		last = strings.TrimSpace(out)
+		ts, err := time.Parse(time.RFC3339Nano, strings.SplitN(last, " ", 2)[0])
+		return err == nil && ts.After(mark), out
+	})
+	pp := a.waitPod(10*time.Second, "talk-"+node, "still Running", running)
+	if rc := status(pp, "c").RestartCount; rc != 0 || a.runningPID(string(p.UID), "c") != pid {
+		t.Fatalf("restartCount %d, want 0 and the same task", rc)
+	}
+	chaosLog(t, "1 MiB tmpfs log dir filled for 3 s: container kept running (same PID, 0 restarts), agent up, logging resumed: %q", last)
+}
