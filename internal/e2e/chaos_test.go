@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,7 +212,68 @@ func checkNothingLost(t *testing.T, a *agent, stateDir string, pods map[string]c
 			t.Errorf("leaked mount %s (no task)", m)
 		}
 	}
+	checkNoLeakedIPsOrCgroups(t, a, au, uids, pods)
 	return au
+}
+
+// checkNoLeakedIPsOrCgroups asserts that every IP the agent's host-local IPAM holds belongs to a
+// listed pod's running sandbox, and every pod cgroup under the agent's parent to a listed pod.
+func checkNoLeakedIPsOrCgroups(t *testing.T, a *agent, au audit, uids map[string]string, pods map[string]corev1.Pod) {
+	t.Helper()
+	ipDir := a.network().Default.DataDir
+	held := 0
+	_ = filepath.WalkDir(ipDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || net.ParseIP(d.Name()) == nil {
+			return nil
+		}
+		held++
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		id := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+		c, ok := au.containers[id]
+		_, running := au.tasks[id]
+		if !ok || !running || c.Labels[pkruntime.LabelKind] != string(podrunner.KindSandbox) {
+			t.Errorf("leaked IP %s (held by %q, not a running sandbox)", d.Name(), id)
+		} else if _, listed := uids[c.Labels[pkruntime.LabelPodUID]]; !listed {
+			t.Errorf("leaked IP %s of an unlisted pod %s", d.Name(), c.Labels[pkruntime.LabelPodName])
+		}
+		return nil
+	})
+	want := 0
+	for _, p := range pods {
+		if !p.Spec.HostNetwork {
+			want++
+		}
+	}
+	if held != want {
+		t.Errorf("host-local holds %d pod IPs, want %d (one per listed pod network)", held, want)
+	}
+	if a.cgroupParent == "" {
+		return
+	}
+	seen := map[string]bool{}
+	for _, level := range []string{"", "burstable", "besteffort"} {
+		entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level))
+		for _, e := range entries {
+			uid, ok := strings.CutPrefix(e.Name(), "pod")
+			if !e.IsDir() || !ok {
+				continue
+			}
+			seen[uid] = true
+			if _, listed := uids[uid]; !listed {
+				t.Errorf("leaked pod cgroup %s", filepath.Join(a.cgroupParent, level, e.Name()))
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent)); err == nil {
+		for uid, name := range uids {
+			if !seen[uid] {
+				t.Errorf("pod %s has no pod cgroup under %s", name, a.cgroupParent)
+			}
+		}
+	}
 }
 
 // pidsOf maps "<pod>/<container-id>" to the running task PID of every container and sandbox.

@@ -65,6 +65,10 @@ type agent struct {
 	bridge    string // the agent's own CNI bridge and pod subnet, never the host's defaults
 	subnet    string
 	extra     []string // more `podkeeper run` flags
+	// cgroupParent is the agent's own pod cgroup parent (removed at cleanup) unless
+	// PODKEEPER_CGROUP_PARENT names one the test owns.
+	cgroupParent string
+	ownCgroups   bool
 }
 
 func startAgent(t testing.TB, ns string) *agent {
@@ -82,6 +86,10 @@ func startAgentAt(t testing.TB, ns, address string, extra ...string) *agent {
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
 		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address, extra: extra}
 	a.bridge, a.subnet = agentNetwork()
+	if a.cgroupParent = os.Getenv("PODKEEPER_CGROUP_PARENT"); a.cgroupParent == "" {
+		a.cgroupParent, a.ownCgroups = filepath.Base(dir), true
+		a.extra = append([]string{"--cgroup-parent", a.cgroupParent}, a.extra...)
+	}
 	for _, d := range []string{a.manifests, filepath.Join(a.root, "images"), a.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -152,6 +160,9 @@ func (a *agent) cleanup() {
 		rt.Close()
 	}
 	_ = exec.Command("ip", "link", "del", a.bridge).Run()
+	if a.ownCgroups {
+		removeCgroupParent(a.t, a.cgroupParent)
+	}
 	os.RemoveAll(a.dir)
 }
 

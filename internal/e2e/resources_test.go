@@ -70,7 +70,7 @@ func hasPodDir(entries []os.DirEntry) bool {
 }
 
 // removeCgroupParent removes the test's cgroup tree from every v1 controller (bottom-up rmdir).
-func removeCgroupParent(t *testing.T, parent string) {
+func removeCgroupParent(t testing.TB, parent string) {
 	ctrls, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, c := range ctrls {
 		root := filepath.Join("/sys/fs/cgroup", c.Name(), parent)
