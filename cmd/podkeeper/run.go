@@ -62,6 +62,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
 	}
 	flags = append(flags, resourceFlags()...)
+	flags = append(flags, evictionFlags()...)
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent: keep the pods of the manifest directory running",
@@ -231,6 +232,13 @@ func runAgent(c *cli.Context) error {
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
+	}
+	imagefs := root
+	if c.String("containerd") == "managed" {
+		imagefs = filepath.Join(root, "containerd")
+	}
+	if mcfg.Eviction, err = evictionConfig(c, cgroups, c.String("log-dir"), imagefs); err != nil {
+		return err
 	}
 	mgr = podrunner.NewManager(mcfg, rt, rec)
 	backend.set(mgr)
