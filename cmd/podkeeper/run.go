@@ -63,6 +63,7 @@ func runCommand() *cli.Command {
 	}
 	flags = append(flags, resourceFlags()...)
 	flags = append(flags, evictionFlags()...)
+	flags = append(flags, imageGCFlags()...)
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent: keep the pods of the manifest directory running",
@@ -240,7 +241,18 @@ func runAgent(c *cli.Context) error {
 	if mcfg.Eviction, err = evictionConfig(c, cgroups, c.String("log-dir"), imagefs); err != nil {
 		return err
 	}
+	gcPolicy, err := imageGCPolicy(c)
+	if err != nil {
+		return err
+	}
+	gc := &imageGC{policy: gcPolicy, rt: rt, dir: imagefs, log: log}
+	if mcfg.Eviction != nil {
+		mcfg.Eviction.Reclaim = gc.reclaim
+	}
 	mgr = podrunner.NewManager(mcfg, rt, rec)
+	gc.mgr = mgr
+	wg.Add(1)
+	go func() { defer wg.Done(); gc.loop(ctx) }()
 	backend.set(mgr)
 
 	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),
