@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 )
 
 // Node-pressure eviction, wired: with Config.Eviction set, the manager observes the node every
@@ -181,6 +183,7 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 	m.mu.Unlock()
 	m.log.Warn("evicting pod", "pod", victim.Namespace+"/"+victim.Name, "threshold", th.String(), "message", msg)
 	m.rec.Eventf(victim, "", EventWarning, "Evicted", "%s", msg)
+	metrics.Evictions.WithLabelValues(string(th.Signal)).Inc()
 	if w != nil {
 		w.wake()
 	}
