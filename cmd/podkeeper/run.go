@@ -245,7 +245,7 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	gc := &imageGC{policy: gcPolicy, rt: rt, dir: imagefs, log: log}
+	gc := &imageGC{policy: gcPolicy, rt: rt, dir: imagefs, log: log, every: c.Duration("image-gc-interval")}
 	if mcfg.Eviction != nil {
 		mcfg.Eviction.Reclaim = gc.reclaim
 	}
