@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podkeeper/podkeeper/internal/ociimage"
 )
 
 // Image GC on a real containerd: with the thresholds at 0% an unused image is removed; the image
@@ -19,9 +23,14 @@ func TestImageGCRemovesOnlyUnused(t *testing.T) {
 		out, err := exec.Command("ctr", append([]string{"-a", env.Address, "-n", ns}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	if out, err := ctr("images", "tag", "docker.io/library/busybox:latest", "docker.io/library/gc-me:1"); err != nil {
-		t.Fatalf("ctr tag: %v: %s", err, out)
+	// An image of its own content (another config), imported by the agent from its images dir.
+	if err := ociimage.WriteBusyboxImageFile(filepath.Join(a.root, "images", "gc-me.tar"), ociimage.Config{Name: "docker.io/library/gc-me:1", Labels: map[string]string{"gc": "me"}}); err != nil {
+		t.Fatal(err)
 	}
+	a.eventually(30*time.Second, "gc-me imported", func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+		return strings.Contains(string(b), "gc-me"), ""
+	})
 	a.eventually(30*time.Second, "gc-me removed", func() (bool, string) {
 		out, err := ctr("images", "ls", "-q")
 		return err == nil && !strings.Contains(out, "gc-me") && strings.Contains(out, "docker.io/library/busybox:latest"), out
