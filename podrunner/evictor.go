@@ -201,6 +201,10 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 		cleared, msg = mk.cleared, mk.message
 		if cleared {
 			delete(w.m.evicted, w.uid)
+		} else if w.m.admitted != nil {
+			// An evicted pod requests nothing of the node any more: it is admitted anew when it
+			// starts again.
+			delete(w.m.admitted, string(w.uid))
 		}
 	}
 	w.m.mu.Unlock()

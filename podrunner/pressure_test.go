@@ -117,6 +117,7 @@ func TestRestartAfterEviction(t *testing.T) {
 // starts the evicted pods again once the pressure is gone.
 func TestManagerEvicts(t *testing.T) {
 	e := newEnv(t, slowBackoff)
+	e.m.cfg.Allocatable = rlist("cpu", "4", "memory", "1Gi", "pods", "10") // re-admitted when they come back
 	var mu sync.Mutex
 	avail := int64(1 << 33)
 	usage := map[string]int64{"uid-be": 40 << 20, "uid-bu": 30 << 20, "uid-crit": 500 << 20}

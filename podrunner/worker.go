@@ -241,13 +241,13 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 			w.log.Warn("cannot read pod state from the runtime", "err", err)
 			return now.Add(2 * time.Second)
 		}
-		if !w.admitted(pod, v) {
-			return now.Add(AdmissionRetry)
-		}
 		if hold, again := w.evictionHold(ctx, pod, v); hold {
 			return now.Add(time.Minute) // woken when the eviction clears
 		} else if again {
 			continue
+		}
+		if !w.admitted(pod, v) {
+			return now.Add(AdmissionRetry)
 		}
 		if w.syncProbes(ctx, pod, v) {
 			continue // a container failed its liveness probe and was stopped: look again
