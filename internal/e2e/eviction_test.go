@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,5 +118,80 @@ func TestEvictionMemoryPressure(t *testing.T) {
 	out, err = a.cli("describe", "node")
 	if err != nil || !strings.Contains(out, "KubeletHasSufficientMemory") {
 		t.Errorf("describe node still shows MemoryPressure (%v):\n%s", err, out)
+	}
+}
+
+// pidAvailable is pid.available as podkeeper observes it: pid_max - processes.
+func pidAvailable(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	max, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	ents, _ := os.ReadDir("/proc")
+	var n int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			n++
+		}
+	}
+	return max - n
+}
+
+// PIDPressure made by the test (3000 sleeping processes) evicts the evictable pod; once the test's
+// processes are gone the condition clears and podkeeper starts the evicted static pod again, in
+// the same agent process.
+func TestEvictionPIDPressureComesBack(t *testing.T) {
+	parent := fmt.Sprintf("pke-evpid-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	threshold := pidAvailable(t) - 1500
+	a := startAgentAt(t, "pk-e2e-evpid", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s",
+		"--eviction-hard", fmt.Sprintf("pid.available<%d", threshold))
+	a.write("web.yaml", podYAML("web", "Never", 1, "", shContainer("web", "sleep 3600", "")))
+	a.write("crit.yaml", podYAML("crit", "Never", 1, "  priority: 2000001000\n", shContainer("crit", "sleep 3600", "")))
+	first := a.waitPod(60*time.Second, "web-"+node, "web running", running)
+	a.waitPod(60*time.Second, "crit-"+node, "crit running", running)
+
+	var procs []*exec.Cmd
+	stopProcs := func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+		procs = nil
+	}
+	t.Cleanup(stopProcs)
+	for i := 0; i < 3000; i++ {
+		c := exec.Command("sleep", "600")
+		if err := c.Start(); err != nil {
+			t.Fatalf("start process %d: %v", i, err)
+		}
+		procs = append(procs, c)
+	}
+	p := a.waitPod(60*time.Second, "web-"+node, "web evicted", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	if !strings.HasPrefix(p.Status.Message, "The node was low on resource: pids. Threshold quantity: ") {
+		t.Errorf("message %q", p.Status.Message)
+	}
+	out, err := a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "KubeletHasInsufficientPID") {
+		t.Errorf("describe node shows no PIDPressure (%v):\n%s", err, out)
+	}
+	a.waitPod(10*time.Second, "crit-"+node, "crit still running", running)
+
+	stopProcs()
+	again := a.waitPod(60*time.Second, "web-"+node, "web running again", running)
+	if again.Status.StartTime != nil && first.Status.StartTime != nil && !again.Status.StartTime.After(first.Status.StartTime.Time) {
+		t.Errorf("web not started anew: start time %v, before %v", again.Status.StartTime, first.Status.StartTime)
+	}
+	evs, _ := a.cli("get", "events")
+	if !strings.Contains(evs, "Restarted") {
+		t.Errorf("no Restarted event:\n%s", evs)
+	}
+	out, _ = a.cli("describe", "node")
+	if !strings.Contains(out, "KubeletHasSufficientPID") {
+		t.Errorf("PIDPressure not cleared:\n%s", out)
 	}
 }
