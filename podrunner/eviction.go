@@ -11,7 +11,7 @@ import (
 )
 
 // Eviction decisions (pure): signals, thresholds and the ranking of pods. The monitoring loop
-// that observes the node and evicts is not wired yet (see the resources issue notes).
+// that observes the node and evicts is in evictor.go, its pressure state machine in pressure.go.
 
 // Signal is an eviction signal, as the kubelet names them.
 type Signal string

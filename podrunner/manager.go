@@ -36,6 +36,8 @@ type Config struct {
 	// Lookup finds ConfigMaps and Secrets for env and volumes until the first UpdateConfig;
 	// nil finds nothing.
 	Lookup ConfigLookup
+	// Eviction turns node-pressure eviction on (evictor.go); nil: off.
+	Eviction *EvictionConfig
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.
@@ -62,8 +64,12 @@ type Manager struct {
 	held     map[string]*corev1.Pod // namespace/name -> running pod kept while its manifest is rejected
 	started  map[types.UID]bool     // pods whose start latency was observed (metrics)
 	admitted map[string]*corev1.Pod // pod UID -> admitted pod (admission.go)
-	ctx      context.Context
-	wg       sync.WaitGroup
+	// evictor.go: evicted pods, eviction counts, the pressure conditions.
+	evicted    map[types.UID]*evictMark
+	evictions  map[types.UID]int
+	conditions map[corev1.NodeConditionType]ConditionState
+	ctx        context.Context
+	wg         sync.WaitGroup
 }
 
 // NewManager returns a manager; call Run to start it and Update to feed it.
@@ -123,6 +129,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.ctx = ctx
 	m.mu.Unlock()
 	go m.routeProbeUpdates(ctx)
+	if m.cfg.Eviction != nil {
+		go m.runEvictor(ctx)
+	}
 	var first []*corev1.Pod
 	select {
 	case <-ctx.Done():
@@ -279,6 +288,8 @@ func (m *Manager) workerDone(w *worker) {
 	delete(m.status, w.uid)
 	delete(m.seen, w.uid)
 	delete(m.started, w.uid)
+	delete(m.evicted, w.uid)
+	delete(m.evictions, w.uid)
 	m.releaseAdmissionLocked(w)
 	if m.byName[w.fullName] == w {
 		delete(m.byName, w.fullName)

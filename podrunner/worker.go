@@ -241,6 +241,11 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 			w.log.Warn("cannot read pod state from the runtime", "err", err)
 			return now.Add(2 * time.Second)
 		}
+		if hold, again := w.evictionHold(ctx, pod, v); hold {
+			return now.Add(time.Minute) // woken when the eviction clears
+		} else if again {
+			continue
+		}
 		if !w.admitted(pod, v) {
 			return now.Add(AdmissionRetry)
 		}

@@ -33,8 +33,7 @@ func (b *lateBackend) setNode(capacity, allocatable corev1.ResourceList) {
 	b.info.capacity, b.info.allocatable, b.info.since = capacity, allocatable, time.Now()
 }
 
-// Node implements api.NodeBackend. Pressure conditions stay False until eviction monitoring
-// reports them.
+// Node implements api.NodeBackend. The pressure conditions are the eviction loop's (eviction.go).
 func (b *lateBackend) Node() (*corev1.Node, error) {
 	b.info.mu.Lock()
 	capacity, allocatable, since := b.info.capacity, b.info.allocatable, b.info.since
@@ -47,6 +46,15 @@ func (b *lateBackend) Node() (*corev1.Node, error) {
 	cond := func(typ corev1.NodeConditionType, st corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: typ, Status: st, LastHeartbeatTime: now, LastTransitionTime: t, Reason: reason, Message: msg}
 	}
+	pressure := pressureConditions(b.get(), since)
+	pcond := func(typ corev1.NodeConditionType, okReason, okMsg, badReason, badMsg string) corev1.NodeCondition {
+		p := pressure[typ]
+		c := corev1.NodeCondition{Type: typ, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: metav1.NewTime(p.Since), Reason: okReason, Message: okMsg}
+		if p.True {
+			c.Status, c.Reason, c.Message = corev1.ConditionTrue, badReason, badMsg
+		}
+		return c
+	}
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	n := &corev1.Node{
@@ -55,9 +63,9 @@ func (b *lateBackend) Node() (*corev1.Node, error) {
 		Status: corev1.NodeStatus{
 			Capacity: capacity, Allocatable: allocatable,
 			Conditions: []corev1.NodeCondition{
-				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "podkeeper has sufficient memory available"),
-				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "podkeeper has no disk pressure"),
-				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "podkeeper has sufficient PID available"),
+				pcond(corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "podkeeper has sufficient memory available", "KubeletHasInsufficientMemory", "podkeeper has insufficient memory available"),
+				pcond(corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "podkeeper has no disk pressure", "KubeletHasDiskPressure", "podkeeper has disk pressure"),
+				pcond(corev1.NodePIDPressure, "KubeletHasSufficientPID", "podkeeper has sufficient PID available", "KubeletHasInsufficientPID", "podkeeper has insufficient PID available"),
 				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "podkeeper is running pods"),
 			},
 			NodeInfo: corev1.NodeSystemInfo{

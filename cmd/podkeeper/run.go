@@ -62,6 +62,8 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
 	}
 	flags = append(flags, resourceFlags()...)
+	flags = append(flags, evictionFlags()...)
+	flags = append(flags, imageGCFlags()...)
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent: keep the pods of the manifest directory running",
@@ -232,7 +234,25 @@ func runAgent(c *cli.Context) error {
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}
+	imagefs := root
+	if c.String("containerd") == "managed" {
+		imagefs = filepath.Join(root, "containerd")
+	}
+	if mcfg.Eviction, err = evictionConfig(c, cgroups, c.String("log-dir"), imagefs); err != nil {
+		return err
+	}
+	gcPolicy, err := imageGCPolicy(c)
+	if err != nil {
+		return err
+	}
+	gc := &imageGC{policy: gcPolicy, rt: rt, dir: imagefs, log: log, every: c.Duration("image-gc-interval")}
+	if mcfg.Eviction != nil {
+		mcfg.Eviction.Reclaim = gc.reclaim
+	}
 	mgr = podrunner.NewManager(mcfg, rt, rec)
+	gc.mgr = mgr
+	wg.Add(1)
+	go func() { defer wg.Done(); gc.loop(ctx) }()
 	backend.set(mgr)
 
 	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),

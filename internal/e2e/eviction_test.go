@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// memTotal reads MemTotal from /proc/meminfo in bytes.
+func memTotal(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	t.Fatal("no MemTotal")
+	return 0
+}
+
+// A memory.available hard threshold above all the node's memory evicts the BestEffort pod
+// first, then the Burstable one using more than it requests, one per monitoring interval, never
+// the critical one; MemoryPressure shows in describe node. With the threshold lowered again
+// (the agent restarted with new flags, adopting its pods) the evicted static pods run again.
+func TestEvictionMemoryPressure(t *testing.T) {
+	parent := fmt.Sprintf("pke-evict-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	a := startAgentAt(t, "pk-e2e-evict", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s")
+	hold := func(bytes int) string {
+		return fmt.Sprintf("x=$(head -c %d /dev/zero | tr '\\000' a); echo ready; sleep 3600", bytes)
+	}
+	a.write("be.yaml", podYAML("be", "Always", 1, "", shContainer("be", hold(16<<20), "")))
+	a.write("bu.yaml", podYAML("bu", "Always", 1, "", shContainer("bu", hold(6<<20),
+		"    resources:\n      requests:\n        memory: 2Mi\n")))
+	a.write("crit.yaml", podYAML("crit", "Always", 1, "  priority: 2000001000\n", shContainer("crit", hold(32<<20), "")))
+	a.write("optout.yaml", strings.Replace(podYAML("optout", "Always", 1, "", shContainer("optout", hold(32<<20), "")),
+		"metadata:\n", "metadata:\n  annotations:\n    podkeeper.io/never-evict: \"true\"\n", 1))
+	names := []string{"be", "bu", "crit", "optout"}
+	for _, n := range names {
+		a.waitPod(60*time.Second, n+"-"+node, n+" running", running)
+		a.eventually(30*time.Second, n+" holds its memory", func() (bool, string) {
+			out, err := a.cli("logs", n+"-"+node)
+			return err == nil && strings.Contains(out, "ready"), out
+		})
+	}
+
+	// Pressure: the agent restarts with a threshold no node can meet.
+	a.kill9()
+	huge := memTotal(t) + 1<<30
+	a.extra = append(a.extra, "--eviction-hard", fmt.Sprintf("memory.available<%d", huge))
+	a.start()
+	evictedAt := map[string]time.Time{}
+	a.eventually(60*time.Second, "be and bu evicted", func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		for _, p := range pods {
+			n := strings.TrimSuffix(p.Name, "-"+node)
+			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
+				if _, ok := evictedAt[n]; !ok {
+					evictedAt[n] = time.Now()
+				}
+				if !strings.HasPrefix(p.Status.Message, "The node was low on resource: memory. Threshold quantity: ") {
+					t.Errorf("%s: message %q", n, p.Status.Message)
+				}
+			}
+			st = append(st, n+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
+		}
+		_, be := evictedAt["be"]
+		_, bu := evictedAt["bu"]
+		return be && bu, strings.Join(st, " ")
+	})
+	if !evictedAt["be"].Before(evictedAt["bu"]) {
+		t.Errorf("bu evicted before be: %v", evictedAt)
+	}
+	for _, n := range []string{"crit", "optout"} {
+		if _, ok := evictedAt[n]; ok {
+			t.Errorf("%s was evicted", n)
+		}
+	}
+	out, err := a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "KubeletHasInsufficientMemory") {
+		t.Errorf("describe node shows no MemoryPressure (%v):\n%s", err, out)
+	}
+	// Stays so: the critical pods keep running through several more intervals.
+	time.Sleep(3 * time.Second)
+	for _, n := range []string{"crit", "optout"} {
+		a.waitPod(10*time.Second, n+"-"+node, n+" still running", running)
+	}
+	evs, _ := a.cli("get", "events")
+	if !strings.Contains(evs, "Evicted") {
+		t.Errorf("no Evicted event:\n%s", evs)
+	}
+
+	// Pressure gone: back to the default threshold; the evicted pods run again.
+	a.kill9()
+	a.extra = a.extra[:len(a.extra)-2]
+	a.start()
+	for _, n := range []string{"be", "bu"} {
+		a.waitPod(60*time.Second, n+"-"+node, n+" running again", running)
+	}
+	out, err = a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "KubeletHasSufficientMemory") {
+		t.Errorf("describe node still shows MemoryPressure (%v):\n%s", err, out)
+	}
+}
+
+// pidAvailable is pid.available as podkeeper observes it: pid_max - processes.
+func pidAvailable(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	max, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	ents, _ := os.ReadDir("/proc")
+	var n int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			n++
+		}
+	}
+	return max - n
+}
+
+// PIDPressure made by the test (3000 sleeping processes) evicts the evictable pod; once the test's
+// processes are gone the condition clears and podkeeper starts the evicted static pod again, in
+// the same agent process.
+func TestEvictionPIDPressureComesBack(t *testing.T) {
+	parent := fmt.Sprintf("pke-evpid-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	threshold := pidAvailable(t) - 1500
+	a := startAgentAt(t, "pk-e2e-evpid", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s",
+		"--eviction-hard", fmt.Sprintf("pid.available<%d", threshold))
+	a.write("web.yaml", podYAML("web", "Never", 1, "", shContainer("web", "sleep 3600", "")))
+	a.write("crit.yaml", podYAML("crit", "Never", 1, "  priority: 2000001000\n", shContainer("crit", "sleep 3600", "")))
+	first := a.waitPod(60*time.Second, "web-"+node, "web running", running)
+	a.waitPod(60*time.Second, "crit-"+node, "crit running", running)
+
+	var procs []*exec.Cmd
+	stopProcs := func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+		procs = nil
+	}
+	t.Cleanup(stopProcs)
+	for i := 0; i < 3000; i++ {
+		c := exec.Command("sleep", "600")
+		if err := c.Start(); err != nil {
+			t.Fatalf("start process %d: %v", i, err)
+		}
+		procs = append(procs, c)
+	}
+	p := a.waitPod(60*time.Second, "web-"+node, "web evicted", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	if !strings.HasPrefix(p.Status.Message, "The node was low on resource: pids. Threshold quantity: ") {
+		t.Errorf("message %q", p.Status.Message)
+	}
+	out, err := a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "KubeletHasInsufficientPID") {
+		t.Errorf("describe node shows no PIDPressure (%v):\n%s", err, out)
+	}
+	a.waitPod(10*time.Second, "crit-"+node, "crit still running", running)
+
+	stopProcs()
+	again := a.waitPod(60*time.Second, "web-"+node, "web running again", running)
+	if again.Status.StartTime != nil && first.Status.StartTime != nil && !again.Status.StartTime.After(first.Status.StartTime.Time) {
+		t.Errorf("web not started anew: start time %v, before %v", again.Status.StartTime, first.Status.StartTime)
+	}
+	evs, _ := a.cli("get", "events")
+	if !strings.Contains(evs, "Restarted") {
+		t.Errorf("no Restarted event:\n%s", evs)
+	}
+	out, _ = a.cli("describe", "node")
+	if !strings.Contains(out, "KubeletHasSufficientPID") {
+		t.Errorf("PIDPressure not cleared:\n%s", out)
+	}
+}
