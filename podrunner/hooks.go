@@ -6,17 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/podkeeper/podkeeper/probes"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Lifecycle hooks (postStart, preStop) and the order of termination, as the kubelet does them:
@@ -58,43 +55,11 @@ func hookURL(pod *corev1.Pod, c *corev1.Container, h *corev1.HTTPGetAction) (str
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	port, err := resolvePort(h.Port, c)
+	port, err := probes.ResolvePort(h.Port, c)
 	if err != nil {
 		return "", err
 	}
-	scheme := strings.ToLower(string(h.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := h.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	full := u.String() + path
-	if _, err := url.Parse(full); err != nil {
-		return "", fmt.Errorf("bad httpGet path %q: %w", h.Path, err)
-	}
-	return full, nil
-}
-
-// resolvePort turns a port number or a container port name into a number.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		if p.IntVal <= 0 || p.IntVal > 65535 {
-			return 0, fmt.Errorf("invalid port %d", p.IntVal)
-		}
-		return int(p.IntVal), nil
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
-		return n, nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	return 0, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
+	return probes.HTTPGetURL(h, host, port).String(), nil
 }
 
 // hookRunner runs lifecycle handlers. The zero value works.

@@ -94,7 +94,7 @@ func newHandler(p *corev1.Probe, c *corev1.Container, ex Execer, tr *http.Transp
 		}, nil
 	case h.HTTPGet != nil:
 		g := *h.HTTPGet
-		port, err := resolvePort(g.Port, c)
+		port, err := ResolvePort(g.Port, c)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func newHandler(p *corev1.Probe, c *corev1.Container, ex Execer, tr *http.Transp
 		}, nil
 	case h.TCPSocket != nil:
 		s := *h.TCPSocket
-		port, err := resolvePort(s.Port, c)
+		port, err := ResolvePort(s.Port, c)
 		if err != nil {
 			return nil, err
 		}
@@ -126,8 +126,9 @@ func newHandler(p *corev1.Probe, c *corev1.Container, ex Execer, tr *http.Transp
 	return nil, errors.New("probe has no handler (want exec, httpGet, tcpSocket or grpc)")
 }
 
-// resolvePort turns a port number or a container port name into a number.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+// ResolvePort turns a port number or a container port name into a number (probes and lifecycle
+// hooks name ports the same way).
+func ResolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 	if p.Type == intstr.String {
 		if n, err := strconv.Atoi(p.StrVal); err == nil {
 			p = intstr.FromInt32(int32(n))
@@ -137,7 +138,7 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 					return int(cp.ContainerPort), nil
 				}
 			}
-			return 0, fmt.Errorf("port %q is not a port name of container %s", p.StrVal, c.Name)
+			return 0, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
 		}
 	}
 	if p.IntVal <= 0 || p.IntVal > 65535 {
@@ -179,8 +180,9 @@ func runExec(ctx context.Context, ex Execer, id string, cmd []string, timeout ti
 	return Outcome{Result: Success, Output: out.b.String()}
 }
 
-// probeURL builds the URL of an httpGet probe; the path keeps its query string.
-func probeURL(g *corev1.HTTPGetAction, host string, port int) *url.URL {
+// HTTPGetURL builds the URL of an httpGet action (probe or lifecycle hook) against host:port; the
+// path keeps its query string.
+func HTTPGetURL(g *corev1.HTTPGetAction, host string, port int) *url.URL {
 	scheme := strings.ToLower(string(g.Scheme))
 	if scheme == "" {
 		scheme = "http"
@@ -226,7 +228,7 @@ func redirectPolicy(req *http.Request, via []*http.Request) error {
 }
 
 func runHTTP(ctx context.Context, tr *http.Transport, g *corev1.HTTPGetAction, host string, port int, timeout time.Duration) Outcome {
-	u := probeURL(g, host, port)
+	u := HTTPGetURL(g, host, port)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Outcome{Result: Failure, Err: err}

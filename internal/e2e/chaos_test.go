@@ -27,6 +27,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podkeeper/podkeeper/internal/testenv"
 	"github.com/podkeeper/podkeeper/podrunner"
 	pkruntime "github.com/podkeeper/podkeeper/podrunner/runtime"
 )
@@ -417,7 +418,7 @@ func TestChaosContainerdRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Stop(); unmountAll(cfg.State); unmountAll(cfg.Root); os.RemoveAll(dir) })
+	t.Cleanup(func() { m.Stop(); testenv.UnmountUnder(cfg.State); testenv.UnmountUnder(cfg.Root); os.RemoveAll(dir) })
 	a := startAgentAt(t, "pk-chaos-ctrd", cfg.Address) // cleaned up before containerd stops
 	names := a.writeN("d", n)
 	pods := a.waitAllRunning(time.Minute+time.Duration(n)*2*time.Second, names)
@@ -451,23 +452,6 @@ func TestChaosContainerdRestart(t *testing.T) {
 	})
 	chaosLog(t, "%d pods; containerd down %v; API answered throughout; after restart %d/%d Running, %d task PIDs unchanged, 0 restarts; exit handled after reconnect: %v",
 		n, outage, len(pods), n, len(after.tasks), !t.Failed())
-}
-
-func unmountAll(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var mps []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mps = append(mps, f[4])
-		}
-	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
-	}
 }
 
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at

@@ -150,12 +150,13 @@ func (c *Containerd) Stop() {
 	if c.managed != nil {
 		c.managed.Stop()
 	}
-	unmountUnder(c.Dir)
+	UnmountUnder(c.Dir)
 	os.RemoveAll(c.Dir)
 }
 
-// unmountUnder lazily unmounts anything still mounted below dir (a crashed test's rootfs).
-func unmountUnder(dir string) {
+// UnmountUnder lazily unmounts anything still mounted below dir (a crashed test's rootfs, a
+// stopped containerd's or peer's state), deepest first.
+func UnmountUnder(dir string) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return

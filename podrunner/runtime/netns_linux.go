@@ -9,41 +9,50 @@ import (
 
 // loopbackUp sets the loopback interface up inside the network namespace of process pid. A new
 // network namespace starts with lo down; the kubelet's CNI loopback plugin does the same job.
-//
-// It switches one locked OS thread into the namespace and back. If switching back fails the thread
-// stays locked and the Go runtime discards it when this goroutine ends, so no other goroutine ever
-// runs in the pod's namespace.
 func loopbackUp(pid uint32) error {
+	return inOtherNetns(func() error {
+		target, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open netns of pid %d: %w", pid, err)
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("enter netns of pid %d: %w", pid, err)
+		}
+		return nil
+	}, func() error { return setLinkUp("lo") })
+}
+
+// inOtherNetns runs fn on one locked OS thread that enter has moved into another network
+// namespace, then moves the thread back. An error of enter means fn did not run. If switching
+// back fails the thread stays locked and the Go runtime discards it when the goroutine ends, so
+// no other goroutine ever runs in the other namespace. (Never simply discarding the thread: when
+// it is the process's main thread Go keeps it parked instead, which would keep the namespace
+// alive and make /proc/self/ns/net name it.)
+func inOtherNetns(enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread()
 		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			goruntime.UnlockOSThread()
-			errc <- fmt.Errorf("open own netns: %w", err)
+			errc <- fmt.Errorf("open own network namespace: %w", err)
 			return
 		}
 		defer unix.Close(orig)
-		target, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
+		if err := enter(); err != nil {
 			goruntime.UnlockOSThread()
-			errc <- fmt.Errorf("open netns of pid %d: %w", pid, err)
+			errc <- err
 			return
 		}
-		defer unix.Close(target)
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			goruntime.UnlockOSThread()
-			errc <- fmt.Errorf("enter netns of pid %d: %w", pid, err)
-			return
-		}
-		upErr := setLinkUp("lo")
+		fnErr := fn()
 		if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
 			// Leave the thread locked: it dies with this goroutine.
-			errc <- fmt.Errorf("return to own netns: %w", err)
+			errc <- fmt.Errorf("return to own network namespace: %w", err)
 			return
 		}
 		goruntime.UnlockOSThread()
-		errc <- upErr
+		errc <- fnErr
 	}()
 	return <-errc
 }

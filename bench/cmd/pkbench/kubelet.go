@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podkeeper/podkeeper/internal/testenv"
 	pkruntime "github.com/podkeeper/podkeeper/podrunner/runtime"
 )
 
@@ -309,7 +310,7 @@ func (k *kubeletRunner) Close() {
 		_ = k.ctrd.Process.Signal(syscall.SIGTERM)
 		_ = k.ctrd.Wait()
 	}
-	unmountAllUnder(k.dir)
+	testenv.UnmountUnder(k.dir)
 	_ = exec.Command("ip", "link", "del", "pkbench0").Run()
 	removeKubepodsCgroups()
 	if os.Getenv("BENCH_KEEP") == "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podkeeper/podkeeper/internal/ociimage"
+	"github.com/podkeeper/podkeeper/internal/testenv"
 )
 
 // podmanRunner runs the same pods with `podman kube play` (one call per pod, all at once) on a
@@ -146,20 +147,6 @@ func (p *podmanRunner) Close() {
 	defer cancel()
 	_ = p.cmd(ctx, "pod", "rm", "-a", "-f").Run()
 	_ = p.cmd(ctx, "rmi", "-a", "-f").Run()
-	unmountAllUnder(p.dir)
+	testenv.UnmountUnder(p.dir)
 	os.RemoveAll(p.dir)
-}
-
-func unmountAllUnder(dir string) {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	var mps []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mps = append(mps, f[4])
-		}
-	}
-	for i := len(mps) - 1; i >= 0; i-- {
-		_ = exec.Command("umount", "-l", mps[i]).Run()
-	}
 }
