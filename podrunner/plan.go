@@ -122,8 +122,9 @@ const (
 	ReasonContainerCreating = "ContainerCreating"
 	ReasonPodInitializing   = "PodInitializing"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
-	// ReasonContainerCannotRun is the terminated reason of an instance that could not start.
-	ReasonContainerCannotRun = "ContainerCannotRun"
+	// ReasonStartError is the terminated reason (exit code 128) of an instance whose task could
+	// not be created or started, as the kubelet 1.37 on containerd reports it.
+	ReasonStartError = "StartError"
 )
 
 // shouldRestart applies a restart policy to an exit code.
@@ -248,8 +249,8 @@ func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok bool,
 		return true
 	case latest.State == StateExited:
 		p.restartOrWait(c, KindInit, latest, gate, now)
-		// One that never ran (ContainerCannotRun) has not started: the sequence waits for it.
-		return latest.Reason != ReasonContainerCannotRun
+		// One that never ran (StartError) has not started: the sequence waits for it.
+		return latest.Reason != ReasonStartError
 	default: // created but never started
 		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
 		return false
