@@ -90,7 +90,7 @@ func TestPlanPodSidecars(t *testing.T) {
 				sbRec("sb0", 0, StateRunning, at(0)),
 				func() ContainerRecord {
 					r := exitedRec("p0", "proxy", KindInit, 0, 128, at(80), at(80))
-					r.Reason = ReasonContainerCannotRun
+					r.Reason = ReasonStartError
 					return r
 				}(),
 			},

@@ -82,6 +82,8 @@ type RestartGate func(ContainerRecord) time.Time
 // Plan is what a pod needs next. The worker executes it and plans again until a plan asks for
 // nothing; the planner never performs anything itself.
 type Plan struct {
+	// podDesc names the pod in back-off messages as the kubelet does: name_namespace(uid).
+	podDesc string
 	// KillPod: the sandbox is gone while containers run; stop them all, then plan again.
 	KillPod bool
 	// CreateSandbox with SandboxAttempt; nothing else is planned until it exists.
@@ -122,8 +124,9 @@ const (
 	ReasonContainerCreating = "ContainerCreating"
 	ReasonPodInitializing   = "PodInitializing"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
-	// ReasonContainerCannotRun is the terminated reason of an instance that could not start.
-	ReasonContainerCannotRun = "ContainerCannotRun"
+	// ReasonStartError is the terminated reason (exit code 128) of an instance whose task could
+	// not be created or started, as the kubelet 1.37 on containerd reports it.
+	ReasonStartError = "StartError"
 )
 
 // shouldRestart applies a restart policy to an exit code.
@@ -147,7 +150,7 @@ func belongsTo(r, sandbox ContainerRecord) bool {
 // PlanPod decides what pod needs now, given what the runtime shows and when exited instances may
 // be replaced. Pure: the same inputs give the same plan.
 func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
-	p := Plan{Waiting: map[string]Waiting{}}
+	p := Plan{Waiting: map[string]Waiting{}, podDesc: fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)}
 	p.Remove = removable(pod, v)
 	p.Phase = PodPhase(pod, v)
 	sb, hasSB := v.Sandbox()
@@ -248,8 +251,8 @@ func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok bool,
 		return true
 	case latest.State == StateExited:
 		p.restartOrWait(c, KindInit, latest, gate, now)
-		// One that never ran (ContainerCannotRun) has not started: the sequence waits for it.
-		return latest.Reason != ReasonContainerCannotRun
+		// One that never ran (StartError) has not started: the sequence waits for it.
+		return latest.Reason != ReasonStartError
 	default: // created but never started
 		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
 		return false
@@ -287,7 +290,7 @@ func (p *Plan) restartOrWait(c *corev1.Container, kind ContainerKind, latest Con
 	}
 	p.Waiting[c.Name] = Waiting{
 		Reason:  ReasonCrashLoopBackOff,
-		Message: fmt.Sprintf("back-off %s restarting failed container=%s", wait, c.Name),
+		Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", wait, c.Name, p.podDesc),
 		Until:   notBefore,
 	}
 	if p.WakeAt.IsZero() || notBefore.Before(p.WakeAt) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -346,8 +345,8 @@ func TestPlanPodCrashLoopMessage(t *testing.T) {
 	if w.Reason != ReasonCrashLoopBackOff || !w.Until.Equal(at(110)) {
 		t.Fatalf("waiting = %+v, want CrashLoopBackOff until %s", w, at(110))
 	}
-	if want := "back-off 20s restarting failed container=main"; !strings.Contains(w.Message, want) {
-		t.Fatalf("message %q does not contain %q", w.Message, want)
+	if want := fmt.Sprintf("back-off 20s restarting failed container=main pod=%s_%s(%s)", pod.Name, pod.Namespace, pod.UID); w.Message != want {
+		t.Fatalf("message %q, want the kubelet's %q", w.Message, want)
 	}
 	if len(p.Start) != 0 {
 		t.Fatalf("started %v during backoff", summarize(p).Start)

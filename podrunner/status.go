@@ -52,45 +52,18 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
+		cs := containerStatus(c, v, in.Plan, in.Probes)
+		if !IsSidecar(&c) {
+			completedInit(&cs)
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	for _, c := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
 	}
 
 	capTerminationMessages(pod, &st)
-	initialized := initDone(pod, st.InitContainerStatuses)
-	ready := len(st.ContainerStatuses) > 0 && !in.Terminating
-	for _, cs := range st.ContainerStatuses {
-		if !cs.Ready {
-			ready = false
-		}
-	}
-	for i, cs := range st.InitContainerStatuses {
-		if IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready && st.Phase != corev1.PodSucceeded && st.Phase != corev1.PodFailed {
-			ready = false // as the kubelet: sidecars count for ContainersReady
-		}
-	}
-	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse}
-		if ok {
-			c.Status = corev1.ConditionTrue
-		} else {
-			c.Reason = reason
-		}
-		return c
-	}
-	notReadyReason := "ContainersNotReady"
-	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
-		notReadyReason = "PodCompleted"
-	}
-	st.Conditions = []corev1.PodCondition{
-		cond(corev1.PodReadyToStartContainers, sandboxReady, ""),
-		cond(corev1.PodInitialized, initialized, "ContainersNotInitialized"),
-		cond(corev1.ContainersReady, ready, notReadyReason),
-		cond(corev1.PodReady, ready, notReadyReason),
-		cond(corev1.PodScheduled, true, ""),
-	}
+	st.Conditions = podConditions(pod, &st, hasSB, sandboxReady, in.Terminating)
 	return st
 }
 
@@ -126,6 +99,13 @@ func containerStatus(c corev1.Container, v PodView, plan Plan, probe ProbeStatus
 	cs.Started = &started
 	cs.Ready = ready
 	return cs
+}
+
+// completedInit sets a plain init container's readiness as the kubelet does: ready once it
+// exited with 0, not while it runs.
+func completedInit(cs *corev1.ContainerStatus) {
+	t := cs.State.Terminated
+	cs.Ready = t != nil && t.ExitCode == 0
 }
 
 // recordState turns a runtime record into the API's container state.

@@ -143,8 +143,8 @@ func TestBuildStatusTerminatedReasons(t *testing.T) {
 	if st.ContainerStatuses[1].State.Terminated.Message != "memory limit" {
 		t.Errorf("message not kept: %+v", st.ContainerStatuses[1].State.Terminated)
 	}
-	wantCond(t, st, corev1.PodReady, corev1.ConditionFalse, "PodCompleted")
-	wantCond(t, st, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "")
+	wantCond(t, st, corev1.PodReady, corev1.ConditionFalse, ReasonPodFailed)
+	wantCond(t, st, corev1.PodReadyToStartContainers, corev1.ConditionFalse, ReasonPodSandboxNotReady)
 }
 
 func TestBuildStatusWaitingAndInit(t *testing.T) {
@@ -159,7 +159,7 @@ func TestBuildStatusWaitingAndInit(t *testing.T) {
 			t.Errorf("%s: containerID %q restartCount %d for a container never created", cs.Name, cs.ContainerID, cs.RestartCount)
 		}
 	}
-	wantCond(t, st, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "")
+	wantCond(t, st, corev1.PodReadyToStartContainers, corev1.ConditionFalse, ReasonPodSandboxNotReady)
 	wantCond(t, st, corev1.PodInitialized, corev1.ConditionFalse, "ContainersNotInitialized")
 
 	// First init done, second running: apps PodInitializing.

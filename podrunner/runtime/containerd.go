@@ -444,13 +444,13 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr")), cio.WithFIFODir(r.fifoDir())))
 	if err != nil {
 		tio.close()
-		return rec, r.cannotRun(ctx, c, err)
+		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to create containerd task: %w", err))
 	}
 	tio.task = task
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)
 		tio.close()
-		return rec, r.cannotRun(ctx, c, err)
+		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to start containerd task %q: %w", id, err))
 	}
 	r.mu.Lock()
 	r.running[id] = tio
@@ -461,8 +461,10 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	return rec, nil
 }
 
-// cannotRun records a container that could not start as exited with ContainerCannotRun, so the
-// worker's restart policy and backoff apply to it like to any exit.
+// cannotRun records a container that could not start as exited with StartError and exit code 128
+// (as containerd's CRI does for the kubelet; the message keeps its "failed to create containerd
+// task: " wording), so the worker's restart policy and CrashLoopBackOff apply to it like to any
+// failed exit.
 func (r *Runtime) cannotRun(ctx context.Context, c containerd.Container, cause error) error {
 	msg := cause.Error()
 	if len(msg) > 1024 {
@@ -471,7 +473,7 @@ func (r *Runtime) cannotRun(ctx context.Context, c containerd.Container, cause e
 	_, _ = c.SetLabels(ctx, map[string]string{
 		LabelFinishedAt: formatTime(time.Now()),
 		LabelExitCode:   "128",
-		LabelReason:     "ContainerCannotRun",
+		LabelReason:     podrunner.ReasonStartError,
 		LabelMessage:    msg,
 	})
 	return fmt.Errorf("start container %s: %w (%w)", c.ID(), cause, podrunner.ErrExitRecorded)

@@ -307,8 +307,8 @@ func TestContainerThatCannotStartIsRecordedAsExit(t *testing.T) {
 	}
 	for _, r := range recs {
 		if r.Name == "bad" {
-			if r.State != podrunner.StateExited || r.Reason != "ContainerCannotRun" || r.Message == "" {
-				t.Fatalf("record = %+v, want exited ContainerCannotRun with a message", r)
+			if r.State != podrunner.StateExited || r.Reason != podrunner.ReasonStartError || r.ExitCode != 128 || !strings.HasPrefix(r.Message, "failed to create containerd task: ") {
+				t.Fatalf("record = %+v, want exited StartError, exit code 128, message failed to create containerd task: ...", r)
 			}
 			return
 		}
