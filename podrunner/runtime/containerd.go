@@ -869,7 +869,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	tasks, err := r.listTasks(ctx)
+	tasks, err := r.tasksFor(ctx, podUID, cs)
 	if err != nil {
 		return nil, err
 	}
