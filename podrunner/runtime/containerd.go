@@ -412,17 +412,18 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
-	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
-	if err != nil {
-		return podrunner.ContainerRecord{}, err
-	}
-	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
-	// A leftover from a crash between create and record (same ID) is replaced.
+	// A leftover from a crash between create and record (same ID) is replaced. First: deleting it
+	// removes its termination-message file, which is this instance's file too.
 	if old, err := r.client.LoadContainer(ctx, id); err == nil {
 		r.deleteContainer(ctx, old)
 	} else {
 		r.removeOrphanSnapshot(ctx, id)
 	}
+	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
 		containerd.WithImageStopSignal(image, "SIGTERM"),
