@@ -445,6 +445,12 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr")), cio.WithFIFODir(r.fifoDir())))
 	if err != nil {
 		tio.close()
+		if interruptedCreate(err) {
+			// Not the container's fault: a task create of the same ID by an agent killed
+			// mid-create is still finishing in containerd. Nothing is kept; the worker retries.
+			_ = r.deleteContainer(ctx, c)
+			return podrunner.ContainerRecord{}, fmt.Errorf("create task %s (an interrupted earlier create is still being cleaned up): %w", id, err)
+		}
 		return rec, r.cannotRun(ctx, c, err)
 	}
 	tio.task = task

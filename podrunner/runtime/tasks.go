@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -41,4 +42,15 @@ func (r *Runtime) tasksFor(ctx context.Context, podUID string, cs []containers.C
 		out[c.ID] = ti
 	}
 	return out, nil
+}
+
+// interruptedCreate reports whether a task create failed because containerd still holds the
+// state of an earlier create of the same container ID (its bundle directory exists, or the task
+// does): what an agent killed during a task create leaves while containerd finishes that create.
+func interruptedCreate(err error) bool {
+	if errdefs.IsAlreadyExists(errgrpc.ToNative(err)) {
+		return true
+	}
+	msg := err.Error() // "failed to start shim: mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists"
+	return strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists")
 }
