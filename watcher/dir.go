@@ -35,7 +35,9 @@ const (
 // loop) is a file error and is never opened. The directory is watched
 // with fsnotify and also re-listed every resync period; changes are acted
 // on only once events have been quiet for the debounce period, so a save
-// is one change and a half-written file is not read. A missing directory
+// is one change and a half-written file is not read. A manifest renamed into
+// place (written whole elsewhere first) needs no such wait: when every pending
+// event is of that kind, a short settle (renameSettle) is enough. A missing directory
 // gives an empty snapshot and is picked up once it appears (through a
 // watch on its parent, or the next resync).
 //
@@ -187,12 +189,18 @@ func (s *DirSource) Run(ctx context.Context, out chan<- Snapshot) error {
 	var (
 		pending      bool      // an event is waiting for the debounce timer
 		pendingSince time.Time // when the first such event came
+		atomic       bool      // every pending event is atomic: a short settle is enough
 	)
-	poke := func() {
+	poke := func(quick bool) {
 		if !pending {
-			pending, pendingSince = true, time.Now()
+			pending, pendingSince, atomic = true, time.Now(), true
 		}
-		debounce.Reset(s.debounce)
+		atomic = atomic && quick
+		if atomic && renameSettle < s.debounce {
+			debounce.Reset(renameSettle)
+		} else {
+			debounce.Reset(s.debounce)
+		}
 	}
 	rescan := func() error {
 		pending = false
@@ -212,14 +220,14 @@ func (s *DirSource) Run(ctx context.Context, out chan<- Snapshot) error {
 				return fmt.Errorf("watching manifest directory %s: event channel closed", s.dir)
 			}
 			if r.relevant(ev) {
-				poke()
+				poke(r.atomicEvent(ev))
 			}
 		case err, ok := <-watchErrs:
 			if !ok {
 				return fmt.Errorf("watching manifest directory %s: error channel closed", s.dir)
 			}
 			s.log.Warn("fsnotify error; re-reading directory", "err", err)
-			poke()
+			poke(false)
 		case <-debounce.C:
 			if err := rescan(); err != nil {
 				return err

@@ -412,17 +412,18 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
-	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
-	if err != nil {
-		return podrunner.ContainerRecord{}, err
-	}
-	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
-	// A leftover from a crash between create and record (same ID) is replaced.
+	// A leftover from a crash between create and record (same ID) is replaced. First: deleting it
+	// removes its termination-message file, which is this instance's file too.
 	if old, err := r.client.LoadContainer(ctx, id); err == nil {
 		r.deleteContainer(ctx, old)
 	} else {
 		r.removeOrphanSnapshot(ctx, id)
 	}
+	termMount, err := terminationMessageMount(r.cfg.RootDir, pod, ctr, req.Attempt, labels)
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
 		containerd.WithImageStopSignal(image, "SIGTERM"),
@@ -444,6 +445,12 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr")), cio.WithFIFODir(r.fifoDir())))
 	if err != nil {
 		tio.close()
+		if interruptedCreate(err) {
+			// Not the container's fault: a task create of the same ID by an agent killed
+			// mid-create is still finishing in containerd. Nothing is kept; the worker retries.
+			_ = r.deleteContainer(ctx, c)
+			return podrunner.ContainerRecord{}, fmt.Errorf("create task %s (an interrupted earlier create is still being cleaned up): %w", id, err)
+		}
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to create containerd task: %w", err))
 	}
 	tio.task = task
@@ -871,7 +878,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	tasks, err := r.listTasks(ctx)
+	tasks, err := r.tasksFor(ctx, podUID, cs)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ type options struct {
 	kubelet   string // kubelet binary
 	conform   bool   // run the differential check against the kubelet instead of the benchmark
 	settle    time.Duration
+	peers     bool // also run podman and the real kubelet
 }
 
 func parseOptions() options {
@@ -46,6 +47,7 @@ func parseOptions() options {
 	flag.StringVar(&o.kubelet, "kubelet", "/var/cache/podkeeper-bench/kubelet", "the real kubelet's binary (built from bench/kubelet)")
 	flag.BoolVar(&o.conform, "conformance", false, "run the differential check against the real kubelet (make conformance) instead of the benchmark")
 	flag.DurationVar(&o.settle, "settle", 25*time.Second, "conformance: wait this long after the manifests are written before comparing")
+	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.Parse()
 	o.runs, o.window, o.kills = 50, 60*time.Second, 30
@@ -153,17 +155,21 @@ func run(o options) error {
 	} else {
 		r.notes = append(r.notes, "`ctr` is not installed: no `ctr run -d` column")
 	}
-	if pm, err := newPodman(ctx, filepath.Join(env.Dir, "busybox.tar")); err != nil {
-		r.peers = append(r.peers, peer{"podman kube play", err.Error()})
+	if !o.peers {
+		r.notes = append(r.notes, "run with -peers=false: no podman or kubelet columns")
 	} else {
-		defer pm.Close()
-		runners = append(runners, pm)
-	}
-	if kb, err := newKubelet(ctx, o.kubelet, filepath.Join(env.Dir, "busybox.tar")); err != nil {
-		r.peers = append(r.peers, peer{"kubelet (standalone)", err.Error()})
-	} else {
-		defer kb.Close()
-		runners = append(runners, kb)
+		if pm, err := newPodman(ctx, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+			r.peers = append(r.peers, peer{"podman kube play", err.Error()})
+		} else {
+			defer pm.Close()
+			runners = append(runners, pm)
+		}
+		if kb, err := newKubelet(ctx, o.kubelet, filepath.Join(env.Dir, "busybox.tar")); err != nil {
+			r.peers = append(r.peers, peer{"kubelet (standalone)", err.Error()})
+		} else {
+			defer kb.Close()
+			runners = append(runners, kb)
+		}
 	}
 	time.Sleep(2 * time.Second)
 	r.agentIdle = memOf(pk.cmd.Process.Pid)

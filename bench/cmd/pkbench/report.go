@@ -278,24 +278,23 @@ func met(ok bool) string {
 const analysis = `### Why a target is missed, and what would reach it
 
 - **Single-pod start vs the floor (target 1.15x).** Three costs the floor does not pay, in order of
-  size: (1) the directory source's 200 ms debounce (watcher.DefaultDebounce): every manifest event
-  waits for 200 ms of quiet before the snapshot is sent, so that an editor's save sequence is one
-  change; (2) two tasks per pod instead of one: the sandbox (podkeeper-pause, holding the pod's
+  size: (1) the directory source's settling: a manifest renamed into place (as this benchmark
+  writes them: a temp dotfile renamed over the name) is acted on after a 20 ms settle
+  (watcher renameSettle), any other write after 200 ms of quiet (watcher.DefaultDebounce), so
+  that an editor's save sequence is one change; (2) two tasks per pod instead of one: the sandbox (podkeeper-pause, holding the pod's
   namespaces) is created and started, then the container, which joins its namespaces, one after
   the other in the pod's shim; (3) bookkeeping round trips to containerd (image lookup, leftover
   check, labels) and the local API poll. The floor's 1.15x cannot be reached while a pod has a
-  sandbox, since that alone is a second create+start; what would get close: send a snapshot at
-  once for a file that appears by rename or create (an atomic write needs no settling; keep the
-  debounce for in-place writes), and prepare the container's snapshot and spec while the sandbox
-  starts, so that only the container's task start waits for it. The kubelet column shows the
+  sandbox, since that alone is a second create+start; what would get closer: prepare the
+  container's snapshot and spec while the sandbox starts, so that only the container's task
+  start waits for it. The kubelet column shows the
   same sandbox+container work done without a debounce.
 - **Many pods at once (target 1.3x).** Every pod worker starts at once, so containerd (its
   metadata store serialises writes) and the 2 cores are the limit for everyone; podkeeper makes
-  twice the creates of the floor (sandbox + container). On top, each worker's observation lists
-  every task of the namespace (podrunner/runtime ListContainers -> listTasks), so a batch of n
-  pods costs O(n^2) task-list work while it starts. What would help: one shared task-state cache
-  fed by exit/start events and refreshed by the periodic relist, instead of a namespace-wide
-  task list per worker sync.
+  twice the creates of the floor (sandbox + container). Each worker's observation asks only for
+  its own pod's containers (a label filter) and their tasks (one task get each, answered by that
+  pod's shim alone); before, it listed every task of the namespace, and containerd answers a task
+  list by asking every shim for its state, so a batch of n pods cost O(n^2) shim calls.
 - **Reaction (target: restart within 100 ms of the exit event).** The replacement is a full
   create+start of a container (snapshot, container, task, runc create and start: the floor's
   figure alone is about 90-140 ms on this machine), preceded by the worker's observation (container
@@ -308,10 +307,9 @@ const analysis = `### Why a target is missed, and what would reach it
   a log copier (two FIFO readers with their buffers and a CRI log writer) and the containerd
   client's per-task state. What would reach it: smaller log buffers (one shared pool instead of
   per-stream buffers), and reading the FIFOs without a goroutine per stream.
-- **Idle CPU (target 1% of a core).** The agent process itself stays near it, but its periodic
-  relist is not free for the others: every pod worker lists every task of the namespace on each
-  resync, and containerd answers a task list by asking each shim for its state, so the shims
-  and containerd spend far more idle CPU beside podkeeper than beside the floor or the kubelet
-  (footprint table). The same shared task-state cache (one namespace-wide list per resync period,
-  not one per worker) fixes it.
+- **Idle CPU (target 1% of a core).** Each pod worker relists its pod every 30 s (the safety
+  net beside the exit events). The relist asks only the pod's own shim for the state of the
+  pod's tasks (before: every worker listed every task of the namespace, i.e. every shim, which
+  made the shims and containerd the largest idle cost beside podkeeper). What remains in the
+  shims' column is their own idle cost plus one state call per container per 30 s.
 `

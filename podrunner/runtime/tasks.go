@@ -1,0 +1,56 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+)
+
+// tasksFor returns the task state of the given containers, keyed by container ID; a container
+// without a task has no entry.
+//
+// A namespace-wide task list makes containerd ask EVERY shim for its state, so a pod worker's
+// periodic relist cost O(pods) shim calls and all workers together O(pods^2). For one pod's few
+// containers, getting each container's task asks only that container's shim. A whole-namespace
+// listing (podUID "") still lists the tasks once.
+func (r *Runtime) tasksFor(ctx context.Context, podUID string, cs []containers.Container) (map[string]taskInfo, error) {
+	if podUID == "" {
+		return r.listTasks(ctx)
+	}
+	out := make(map[string]taskInfo, len(cs))
+	for _, c := range cs {
+		resp, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: c.ID})
+		if err != nil {
+			if err = errgrpc.ToNative(err); errdefs.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get task of %s: %w", c.ID, err)
+		}
+		p := resp.GetProcess()
+		if p == nil {
+			continue
+		}
+		ti := taskInfo{pid: p.Pid, status: processStatus(p.Status), exitStatus: p.ExitStatus}
+		if p.ExitedAt != nil {
+			ti.exitedAt = p.ExitedAt.AsTime()
+		}
+		out[c.ID] = ti
+	}
+	return out, nil
+}
+
+// interruptedCreate reports whether a task create failed because containerd still holds the
+// state of an earlier create of the same container ID (its bundle directory exists, or the task
+// does): what an agent killed during a task create leaves while containerd finishes that create.
+func interruptedCreate(err error) bool {
+	if errdefs.IsAlreadyExists(errgrpc.ToNative(err)) {
+		return true
+	}
+	msg := err.Error() // "failed to start shim: mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists"
+	return strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists")
+}
