@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -239,8 +240,15 @@ func (m *Manager) apply(pods []*corev1.Pod) {
 			delete(want, uid)
 			continue
 		}
-		if old, _ := w.state(); old != nil {
+		old, _ := w.state()
+		if old != nil {
 			m.noteManifestError(old, p)
+		}
+		if !needsWake(old, p) {
+			// Same spec as the worker has: no sync. Every snapshot (each manifest event)
+			// used to wake every worker, and a batch of new files kept the running ones busy.
+			w.setDesired(p)
+			continue
 		}
 		w.update(p)
 	}
@@ -408,4 +416,18 @@ func SpecHash(c *corev1.Container) string {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// needsWake reports whether a worker holding old must sync for next (same UID). A changed spec,
+// labels or annotations do; so does any pod with volumes, whose projected content may follow a
+// ConfigMap or Secret that changed in the same snapshot (the refresh compares content and is cheap).
+func needsWake(old, next *corev1.Pod) bool {
+	if old == nil || len(next.Spec.Volumes) > 0 {
+		return true
+	}
+	if old == next {
+		return false
+	}
+	return !apiequality.Semantic.DeepEqual(old.ObjectMeta, next.ObjectMeta) ||
+		!apiequality.Semantic.DeepEqual(old.Spec, next.Spec)
 }

@@ -568,7 +568,7 @@ func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 			strings.Contains(cs.State.Waiting.Message, "not supported")
 	})
 	before := len(e.rt.Calls("ListContainers"))
-	e.m.Update([]*corev1.Pod{pod}) // wakes the worker inside the backoff
+	wakeAll(e.m) // a sync inside the backoff (an equal spec from a snapshot no longer wakes it)
 	waitFor(t, "another sync", func() bool { return len(e.rt.Calls("ListContainers")) > before })
 	if n := len(e.starts("uid-a", "main")); n != 1 {
 		t.Fatalf("%d start attempts inside the backoff, want 1", n)
@@ -667,4 +667,13 @@ func TestManagerRevertedPodRestartsAfterTermination(t *testing.T) {
 		t.Fatalf("pod B (no longer wanted) got %d sandboxes", n)
 	}
 	e.waitRunning(t, "uid-a", "main", 0)
+}
+
+// wakeAll makes every worker sync now, as its resync timer would.
+func wakeAll(m *Manager) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.workers {
+		w.wake()
+	}
 }

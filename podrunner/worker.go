@@ -89,6 +89,13 @@ func (w *worker) update(pod *corev1.Pod) {
 	w.wake()
 }
 
+// setDesired replaces the desired pod without a sync (an equal spec).
+func (w *worker) setDesired(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.desired = pod
+	w.mu.Unlock()
+}
+
 // stop moves the worker to terminating. Idempotent.
 func (w *worker) stop() {
 	w.mu.Lock()
