@@ -55,6 +55,7 @@ type DirSource struct {
 	log      *slog.Logger
 
 	strictPerms bool
+	lastGoodDir string // see lastgood.go
 
 	// Test hooks.
 	noWatch bool   // do not use fsnotify: rely on resync only
@@ -286,6 +287,7 @@ type dirRun struct {
 	files          map[string]*fileState // by path
 	ignored        map[string]string     // paths ignored at the last scan, with the reason
 	dirWarning     string                // the directory's permission problem, as last logged
+	pruned         bool                  // stale last good copies were removed (first full scan)
 }
 
 // relevant reports whether an fsnotify event may change the snapshot: any
@@ -356,6 +358,9 @@ func (r *dirRun) scan() Snapshot {
 			r.dirMissing = true
 		}
 		r.unwatchDir()
+		for path := range r.files {
+			r.forgetLastGood(path)
+		}
 		clear(r.files)
 		clear(r.ignored)
 		return Snapshot{}
@@ -424,6 +429,7 @@ func (r *dirRun) scan() Snapshot {
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			delete(r.files, path)
+			r.forgetLastGood(path)
 			continue
 		}
 		if err != nil {
@@ -439,7 +445,12 @@ func (r *dirRun) scan() Snapshot {
 		if !present[path] {
 			r.log.Info("manifest removed", "path", path)
 			delete(r.files, path)
+			r.forgetLastGood(path)
 		}
+	}
+	if !r.pruned {
+		r.pruned = true
+		r.pruneLastGood(present)
 	}
 	for path, why := range ignored {
 		if r.ignored[path] != why {
@@ -480,6 +491,11 @@ func (r *dirRun) refresh(path string, f *fileState) error {
 		return nil
 	}
 	f.hash, f.decoded = sum, true
+	if len(bytes.TrimSpace(data)) == 0 && !f.everGood {
+		if lg := r.loadLastGood(path); lg != nil {
+			f.lastGood, f.everGood = lg, true // emptied while the agent was down
+		}
+	}
 	if len(bytes.TrimSpace(data)) == 0 && f.everGood && f.lastGood.Len() > 0 {
 		// A file emptied by a save in progress (or by mistake) is a bad edit, not a removal:
 		// deleting the file is how its pods are removed.
@@ -490,11 +506,18 @@ func (r *dirRun) refresh(path string, f *fileState) error {
 	objs, err := manifests.Decode(path, data, r.nodeName)
 	if err != nil {
 		f.objs, f.err = nil, err
+		if !f.everGood {
+			if lg := r.loadLastGood(path); lg != nil {
+				f.lastGood, f.everGood = lg, true
+				r.log.Warn("manifest rejected; using its last good copy from before the agent restarted", "path", path)
+			}
+		}
 		f.salvaged = manifests.SalvagePodNames(data, r.nodeName)
 		r.log.Warn("manifest rejected", "path", path, "err", err, "kept_last_good", f.everGood)
 		return nil
 	}
 	f.objs, f.err, f.lastGood, f.everGood, f.salvaged = objs, nil, objs, true, nil
+	r.saveLastGood(path, data)
 	r.log.Info("manifest loaded", "path", path, "pods", len(objs.Pods), "configMaps", len(objs.ConfigMaps), "secrets", len(objs.Secrets))
 	return nil
 }

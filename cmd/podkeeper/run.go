@@ -256,7 +256,7 @@ func runAgent(c *cli.Context) error {
 	backend.set(mgr)
 
 	src := watcher.NewDirSource(c.String("manifest-dir"), node, watcher.WithResync(c.Duration("resync")), watcher.WithLogger(log),
-		watcher.WithStrictPermissions(c.Bool("strict-permissions")))
+		watcher.WithStrictPermissions(c.Bool("strict-permissions")), watcher.WithLastGoodDir(filepath.Join(root, "last-good")))
 	snaps := make(chan watcher.Snapshot)
 	wg.Add(3)
 	go func() {

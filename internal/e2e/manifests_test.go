@@ -464,9 +464,10 @@ func hostileFiles(t *testing.T, shared *agent) {
 	}
 }
 
-// A manifest broken while the agent was down: the agent, restarted, knows no good content of
-// it, yet the pod it finds running under that name is kept (same container); fixing the file
-// replaces it once.
+// A manifest broken while the agent was down: the agent, restarted, decodes the copy of the last
+// good content it kept (<root-dir>/last-good), so the pod keeps its spec and its worker: same
+// container, a crash is restarted, the error is shown. Without that copy (deleted), the pod it finds
+// running under that name is held untouched. Fixing the file replaces it once.
 func TestManifestsBrokenWhileAgentDown(t *testing.T) {
 	a := startAgent(t, "pk-e2e-manifests-restart")
 	good := podYAML("survivor", "Always", 1, "", shContainer("c", "sleep 3600", ""))
@@ -475,12 +476,37 @@ func TestManifestsBrokenWhileAgentDown(t *testing.T) {
 	pid := a.runningPID(string(old.UID), "c")
 
 	a.kill9()
-	a.write("survivor.yaml", strings.Replace(good, "imagePullPolicy", "imagePullPolcy", 1))
+	broken := strings.Replace(good, "imagePullPolicy", "imagePullPolcy", 1)
+	a.write("survivor.yaml", broken)
 	a.start()
-	a.eventually(20*time.Second, "error listed", func() (bool, string) {
+	a.eventually(20*time.Second, "error listed, last good kept", func() (bool, string) {
 		f, _ := a.manifestFile("survivor.yaml")
-		return f.State == watcher.StateError, fmt.Sprint(f)
+		return f.State == watcher.StateError && f.KeptLastGood, fmt.Sprint(f)
 	})
+	kept := a.waitPod(20*time.Second, "survivor-e2e", "kept on its last good spec", func(p *corev1.Pod) bool {
+		return running(p) && hasCondition(p, "podkeeper.io/ManifestValid", corev1.ConditionFalse, "imagePullPolcy")
+	})
+	if kept.UID != old.UID {
+		t.Fatalf("kept pod has UID %s, want %s", kept.UID, old.UID)
+	}
+	if got := a.pidOf(string(old.UID), "c"); got != pid {
+		t.Fatalf("the running pod was not adopted: pid %d -> %d", pid, got)
+	}
+	// It is managed: a crash is restarted.
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(30*time.Second, "survivor-e2e", "restarted after a crash", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
+	pid = a.runningPID(string(old.UID), "c")
+
+	// Without the copy the agent knows no good content: the pod is held, untouched.
+	a.kill9()
+	if err := os.RemoveAll(filepath.Join(a.root, "last-good")); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
 	a.eventually(20*time.Second, "agent says it keeps the pod", func() (bool, string) {
 		return a.logCount("keeping a running pod whose manifest is rejected", "survivor-e2e") > 0, ""
 	})
