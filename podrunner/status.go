@@ -34,6 +34,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	if in.HostIP != "" {
 		st.HostIPs = []corev1.HostIP{{IP: in.HostIP}}
 	}
+	st.AllocatedResources, st.Resources = podStatusResources(pod)
 	if !in.StartTime.IsZero() {
 		t := metav1.NewTime(in.StartTime)
 		st.StartTime = &t
@@ -69,6 +70,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 
 func containerStatus(pod *corev1.Pod, c corev1.Container, v PodView, plan Plan, probe ProbeStatus) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cs.AllocatedResources, cs.Resources = containerStatusResources(&c)
 	latest, ok := v.Latest(c.Name)
 	if ok {
 		cs.RestartCount = int32(latest.Attempt)
