@@ -210,6 +210,10 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 	md := conformanceMarkdown(settle, total, diffs, seenTotal, seenDiffs)
 	fmt.Println(md)
 	if o.out != "" {
+		// What each difference means is written by hand next to the generated file.
+		if notes, err := os.ReadFile(filepath.Join(filepath.Dir(o.out), "conformance-notes.md")); err == nil {
+			md += "\n" + string(notes)
+		}
 		return os.WriteFile(o.out, []byte(md), 0o644)
 	}
 	return nil
