@@ -172,7 +172,7 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 			p.SandboxAttempt = sb.Attempt + 1
 		}
 		for _, c := range allContainers(pod) {
-			p.Waiting[c.Name] = Waiting{Reason: ReasonContainerCreating}
+			p.Waiting[c.Name] = Waiting{Reason: DefaultWaitingReason(pod)}
 		}
 		return p
 	}
@@ -401,4 +401,14 @@ func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 		return corev1.PodSucceeded
 	}
 	return corev1.PodPending
+}
+
+// DefaultWaitingReason is the waiting reason of a container that has no instance running: as the
+// kubelet, PodInitializing for every container (init ones included) of a pod that has init
+// containers, ContainerCreating otherwise.
+func DefaultWaitingReason(pod *corev1.Pod) string {
+	if len(pod.Spec.InitContainers) > 0 {
+		return ReasonPodInitializing
+	}
+	return ReasonContainerCreating
 }

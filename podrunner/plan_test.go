@@ -90,10 +90,16 @@ func TestPlanPod(t *testing.T) {
 		want planSummary
 	}{
 		{
-			name: "no sandbox: create attempt 0, every container ContainerCreating",
+			name: "no sandbox, init containers: create attempt 0, every container PodInitializing (the kubelet's default with init containers)",
 			pod:  testPod(always, []string{"init"}, "main", "side"),
 			want: planSummary{CreateSandbox: true, SandboxAttempt: 0, Phase: corev1.PodPending,
-				Waiting: map[string]string{"init": ReasonContainerCreating, "main": ReasonContainerCreating, "side": ReasonContainerCreating}},
+				Waiting: map[string]string{"init": ReasonPodInitializing, "main": ReasonPodInitializing, "side": ReasonPodInitializing}},
+		},
+		{
+			name: "no sandbox, no init containers: every container ContainerCreating",
+			pod:  testPod(always, nil, "main", "side"),
+			want: planSummary{CreateSandbox: true, SandboxAttempt: 0, Phase: corev1.PodPending,
+				Waiting: map[string]string{"main": ReasonContainerCreating, "side": ReasonContainerCreating}},
 		},
 		{
 			name: "dead sandbox, nothing running: create attempt+1",

@@ -34,6 +34,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	if in.HostIP != "" {
 		st.HostIPs = []corev1.HostIP{{IP: in.HostIP}}
 	}
+	st.AllocatedResources, st.Resources = podStatusResources(pod)
 	if !in.StartTime.IsZero() {
 		t := metav1.NewTime(in.StartTime)
 		st.StartTime = &t
@@ -52,14 +53,14 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		cs := containerStatus(c, v, in.Plan, in.Probes)
+		cs := containerStatus(pod, c, v, in.Plan, in.Probes)
 		if !IsSidecar(&c) {
 			completedInit(&cs)
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, v, in.Plan, in.Probes))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(pod, c, v, in.Plan, in.Probes))
 	}
 
 	capTerminationMessages(pod, &st)
@@ -67,8 +68,9 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	return st
 }
 
-func containerStatus(c corev1.Container, v PodView, plan Plan, probe ProbeStatus) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c corev1.Container, v PodView, plan Plan, probe ProbeStatus) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cs.AllocatedResources, cs.Resources = containerStatusResources(&c)
 	latest, ok := v.Latest(c.Name)
 	if ok {
 		cs.RestartCount = int32(latest.Attempt)
@@ -89,7 +91,7 @@ func containerStatus(c corev1.Container, v PodView, plan Plan, probe ProbeStatus
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 	}
 	if cs.State.Waiting == nil && cs.State.Running == nil && cs.State.Terminated == nil {
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: DefaultWaitingReason(pod)}
 	}
 	running := cs.State.Running != nil
 	started, ready := running, running

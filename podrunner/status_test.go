@@ -149,11 +149,11 @@ func TestBuildStatusTerminatedReasons(t *testing.T) {
 
 func TestBuildStatusWaitingAndInit(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways, []string{"init1", "init2"}, "main")
-	// No sandbox: everything ContainerCreating.
+	// No sandbox, a pod with init containers: everything PodInitializing (as the kubelet).
 	st := buildStatus(pod, nil, nil, false)
 	for _, cs := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
-		if cs.State.Waiting == nil || cs.State.Waiting.Reason != ReasonContainerCreating {
-			t.Errorf("%s: state %+v, want waiting ContainerCreating", cs.Name, cs.State)
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != ReasonPodInitializing {
+			t.Errorf("%s: state %+v, want waiting PodInitializing", cs.Name, cs.State)
 		}
 		if cs.ContainerID != "" || cs.RestartCount != 0 {
 			t.Errorf("%s: containerID %q restartCount %d for a container never created", cs.Name, cs.ContainerID, cs.RestartCount)

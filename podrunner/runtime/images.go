@@ -85,7 +85,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 				res.Warning = fmt.Sprintf("pull of %s failed, using the copy on the node: %v", full, perr)
 				break
 			}
-			return res, fmt.Errorf("ErrImagePull: pull %s: %w", full, perr)
+			return res, fmt.Errorf("ErrImagePull: failed to pull and unpack image %q: %w", full, perr)
 		}
 		img = pulled
 		res.Pulled = true
@@ -117,7 +117,7 @@ func (r *Runtime) Pull(ctx context.Context, ref string, opts podrunner.PullOptio
 	img, err := r.pull(ctx, full, opts)
 	metrics.ObserveImagePull(time.Since(start), err)
 	if err != nil {
-		return res, fmt.Errorf("ErrImagePull: pull %s: %w", full, err)
+		return res, fmt.Errorf("ErrImagePull: failed to pull and unpack image %q: %w", full, err)
 	}
 	res.Pulled, res.Duration, res.ID = true, time.Since(start), img.Target().Digest.String()
 	if sz, err := img.Size(ctx); err == nil {

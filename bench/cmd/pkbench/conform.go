@@ -39,6 +39,37 @@ var scenarios = []scenario{
 	{"two", "two containers, one exits 0 under Always", podDoc("cf-two", "Always", "", sh("a", sleeper), sh("b", "exit 0"))},
 	{"missing-image", "an image that is not on the node and cannot be pulled", podDoc("cf-noimage", "Always", "", "  - name: c\n    image: 127.0.0.1:1/nope:1\n    imagePullPolicy: IfNotPresent\n")},
 	{"bad-command", "a command that does not exist, under Never", podDoc("cf-badcmd", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/no/such/binary\"]\n")},
+	{"sidecar", "a native sidecar (init container with restartPolicy Always), then an app", podDoc("cf-sidecar", "Always", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n", sh("c", sleeper))},
+	{"readiness-fails", "an exec readiness probe that always fails", podDoc("cf-notready", "Always", "", sh("c", sleeper)+probe("readinessProbe", "exit 1"))},
+	{"liveness-fails", "an exec liveness probe that always fails (restarts)", podDoc("cf-liveness", "Always", "", sh("c", sleeper)+probe("livenessProbe", "exit 1"))},
+	{"guaranteed", "requests = limits (QoS Guaranteed)", podDoc("cf-guaranteed", "Always", "", sh("c", sleeper)+resources("100m", "64Mi", "100m", "64Mi"))},
+	{"burstable", "requests only (QoS Burstable)", podDoc("cf-burstable", "Always", "", sh("c", sleeper)+resources("50m", "32Mi", "", ""))},
+	{"oomkilled", "a 24Mi memory limit and a shell that allocates more, under Never", podDoc("cf-oom", "Never", "", sh("c", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"))},
+	{"init-resources", "an init container asking more than the app (pod requests = the init's)", podDoc("cf-initres", "Always", "  initContainers:\n"+sh("init", "exit 0")+resources("300m", "48Mi", "", ""), sh("c", sleeper)+resources("100m", "16Mi", "", "32Mi"))},
+	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
+}
+
+// probe is an exec probe at 1 s, failing after one try.
+func probe(kind, script string) string {
+	return fmt.Sprintf("    %s:\n      exec:\n        command: [\"sh\", \"-c\", %q]\n      periodSeconds: 1\n      failureThreshold: 1\n", kind, script)
+}
+
+// resources gives requests and limits; empty values are left out.
+func resources(reqCPU, reqMem, limCPU, limMem string) string {
+	part := func(name, cpu, mem string) string {
+		if cpu == "" && mem == "" {
+			return ""
+		}
+		out := "      " + name + ":\n"
+		if cpu != "" {
+			out += "        cpu: " + cpu + "\n"
+		}
+		if mem != "" {
+			out += "        memory: " + mem + "\n"
+		}
+		return out
+	}
+	return "    resources:\n" + part("requests", reqCPU, reqMem) + part("limits", limCPU, limMem)
 }
 
 // ignored are status fields that differ by nature between two runs: times, IDs, addresses.
@@ -46,7 +77,7 @@ func ignored(key string) bool {
 	last := key[strings.LastIndexByte(key, '.')+1:]
 	switch last {
 	case "startTime", "startedAt", "finishedAt", "lastProbeTime", "lastTransitionTime", "containerID", "imageID",
-		"podIP", "hostIP", "ip", "allocatedResources", "resources", "user", "volumeMounts", "observedGeneration", "stopSignal":
+		"podIP", "hostIP", "ip", "user", "volumeMounts", "observedGeneration", "stopSignal":
 		return true
 	}
 	return strings.Contains(key, ".podIPs") || strings.Contains(key, ".hostIPs") || strings.Contains(key, ".user.")
@@ -112,6 +143,13 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		return fmt.Errorf("the kubelet is the oracle and cannot run: %w", err)
 	}
 	defer kb.Close()
+	byName := func(ps []corev1.Pod) map[string]*corev1.Pod {
+		m := map[string]*corev1.Pod{}
+		for i := range ps {
+			m[ps[i].Name] = &ps[i]
+		}
+		return m
+	}
 	for _, s := range scenarios {
 		for _, dir := range []string{pk.manifests, kb.manifests} {
 			tmp := filepath.Join(filepath.Dir(dir), "."+s.name)
@@ -123,55 +161,59 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 			}
 		}
 	}
-	time.Sleep(settle)
-	pl, err := pk.api.Pods(ctx)
-	if err != nil {
-		return err
-	}
-	kl, err := kb.pods(ctx)
-	if err != nil {
-		return err
-	}
-	byName := func(ps []corev1.Pod) map[string]*corev1.Pod {
-		m := map[string]*corev1.Pod{}
-		for i := range ps {
-			m[ps[i].Name] = &ps[i]
+	// Both are sampled every second until settle: the last sample is compared field by field, and
+	// for the state fields the set of values each side showed over the whole window (one instant
+	// cannot tell a status that lags from one that is wrong).
+	seenPK, seenKB := map[string]map[string]bool{}, map[string]map[string]bool{}
+	var lastPK, lastKB map[string]*corev1.Pod
+	deadline := time.Now().Add(settle)
+	for {
+		pl, err := pk.api.Pods(ctx)
+		if err != nil {
+			return err
 		}
-		return m
+		kl, err := kb.pods(ctx)
+		if err != nil {
+			return err
+		}
+		lastPK, lastKB = byName(pl.Items), byName(kl)
+		for _, sc := range scenarios {
+			name := podNameOf(sc.spec) + "-" + nodeName
+			noteSeen(seenPK, sc.name, lastPK[name])
+			noteSeen(seenKB, sc.name, lastKB[name])
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	pm, km := byName(pl.Items), byName(kl)
-	var diffs []difference
-	total := 0
+	var diffs, seenDiffs []difference
+	total, seenTotal := 0, 0
 	for _, s := range scenarios {
 		name := podNameOf(s.spec) + "-" + nodeName
-		pp, kp := pm[name], km[name]
+		pp, kp := lastPK[name], lastKB[name]
 		if pp == nil || kp == nil {
 			diffs = append(diffs, difference{s.name, "(pod)", present(pp), present(kp)})
 			continue
 		}
-		a, b := statusMap(pp), statusMap(kp)
-		keys := map[string]bool{}
-		for k := range a {
-			keys[k] = true
-		}
-		for k := range b {
-			keys[k] = true
-		}
-		var ks []string
-		for k := range keys {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		for _, k := range ks {
-			total++
-			if a[k] != b[k] {
-				diffs = append(diffs, difference{s.name, k, orNone(a[k]), orNone(b[k])})
-			}
-		}
+		n, d := compareMaps(s.name, statusMap(pp), statusMap(kp))
+		total += n
+		diffs = append(diffs, d...)
+		n, d = compareMaps(s.name, seenMap(seenPK[s.name]), seenMap(seenKB[s.name]))
+		seenTotal += n
+		seenDiffs = append(seenDiffs, d...)
 	}
-	md := conformanceMarkdown(settle, total, diffs)
+	md := conformanceMarkdown(settle, total, diffs, seenTotal, seenDiffs)
 	fmt.Println(md)
 	if o.out != "" {
+		// What each difference means is written by hand next to the generated file.
+		if notes, err := os.ReadFile(filepath.Join(filepath.Dir(o.out), "conformance-notes.md")); err == nil {
+			md += "\n" + string(notes)
+		}
 		return os.WriteFile(o.out, []byte(md), 0o644)
 	}
 	return nil
@@ -197,11 +239,11 @@ func orNone(s string) string {
 	return s
 }
 
-func conformanceMarkdown(settle time.Duration, total int, diffs []difference) string {
+func conformanceMarkdown(settle time.Duration, total int, diffs []difference, seenTotal int, seenDiffs []difference) string {
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
 	w("# Conformance: podkeeper against the real kubelet\n\n")
-	w("Generated by `make conformance` (bench/cmd/pkbench -conformance) on %s. The same manifests are dropped into podkeeper's manifest directory and into the staticPodPath of the real kubelet (standalone, built from k8s.io/kubernetes in bench/kubelet), both on containerd 1.6.20 with the same busybox image; after %v the pod status each reports (podkeeper's local API, the kubelet's read-only `/pods`) is compared field by field. Times, container and image IDs, IPs and resources are left out.\n\n", time.Now().UTC().Format(time.RFC3339), settle)
+	w("Generated by `make conformance` (bench/cmd/pkbench -conformance) on %s. The same manifests are dropped into podkeeper's manifest directory and into the staticPodPath of the real kubelet (standalone, built from k8s.io/kubernetes in bench/kubelet), both on containerd 1.6.20 with the same busybox image; both are sampled every second for %v; the last sample of the pod status each reports (podkeeper's local API, the kubelet's read-only `/pods`) is compared field by field, and for the state fields (phase, conditions, container states and reasons, exit codes, ready/started) so is the set of values each side showed over the whole window. Times, container and image IDs and IPs are left out.\n\n", time.Now().UTC().Format(time.RFC3339), settle)
 	w("| scenario | what |\n|---|---|\n")
 	for _, s := range scenarios {
 		w("| %s | %s |\n", s.name, s.what)
@@ -210,6 +252,13 @@ func conformanceMarkdown(settle time.Duration, total int, diffs []difference) st
 	if len(diffs) > 0 {
 		w("| scenario | field | podkeeper | kubelet |\n|---|---|---|---|\n")
 		for _, d := range diffs {
+			w("| %s | `%s` | %s | %s |\n", d.scenario, d.field, cell(d.podkeeper), cell(d.kubelet))
+		}
+	}
+	w("\n### Over the window: values each side showed\n\n%d state fields compared, %d differ.\n\n", seenTotal, len(seenDiffs))
+	if len(seenDiffs) > 0 {
+		w("| scenario | field | podkeeper showed | kubelet showed |\n|---|---|---|---|\n")
+		for _, d := range seenDiffs {
 			w("| %s | `%s` | %s | %s |\n", d.scenario, d.field, cell(d.podkeeper), cell(d.kubelet))
 		}
 	}
@@ -223,4 +272,69 @@ func cell(s string) string {
 		s = s[:160] + "…"
 	}
 	return s
+}
+
+// stateField reports whether a flattened status key is one whose values over time are compared:
+// the states and reasons, not counters or messages that carry durations.
+func stateField(key string) bool {
+	last := key[strings.LastIndexByte(key, '.')+1:]
+	switch last {
+	case "phase", "reason", "exitCode", "ready", "started", "status", "qosClass":
+		return true
+	}
+	return false
+}
+
+// noteSeen adds the pod's current state-field values to seen[scenario] as "field\x00value" keys.
+func noteSeen(seen map[string]map[string]bool, scenario string, p *corev1.Pod) {
+	if p == nil {
+		return
+	}
+	for k, v := range statusMap(p) {
+		if !stateField(k) {
+			continue
+		}
+		if seen[scenario] == nil {
+			seen[scenario] = map[string]bool{}
+		}
+		seen[scenario][k+"\x00"+v] = true
+	}
+}
+
+// seenMap turns field\x00value keys into field -> sorted values joined by " · ".
+func seenMap(m map[string]bool) map[string]string {
+	vals := map[string][]string{}
+	for k := range m {
+		f, v, _ := strings.Cut(k, "\x00")
+		vals[f] = append(vals[f], v)
+	}
+	out := map[string]string{}
+	for f, vs := range vals {
+		sort.Strings(vs)
+		out[f] = strings.Join(vs, " · ")
+	}
+	return out
+}
+
+// compareMaps compares two flattened statuses (or two seen sets) key by key.
+func compareMaps(scenario string, am, bm map[string]string) (int, []difference) {
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var diffs []difference
+	for _, k := range ks {
+		if am[k] != bm[k] {
+			diffs = append(diffs, difference{scenario, k, orNone(am[k]), orNone(bm[k])})
+		}
+	}
+	return len(ks), diffs
 }

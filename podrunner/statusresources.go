@@ -1,0 +1,74 @@
+package podrunner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The resources a pod's status reports, as the kubelet 1.37 does (in-place resize is GA there):
+// each container's allocatedResources (its requests) and resources (requests and limits as
+// applied), and the pod's totals. Only CPU and memory are reported. podkeeper never resizes in
+// place, so what is applied is what the spec asks.
+
+var statusResourceNames = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// pick keeps the CPU and memory entries of l; nil when there are none.
+func pick(l corev1.ResourceList) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, n := range statusResourceNames {
+		if q, ok := l[n]; ok {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[n] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// containerStatusResources returns a container's allocatedResources and resources for its
+// status; a request left out but limited counts its limit (the API server's defaulting).
+func containerStatusResources(c *corev1.Container) (corev1.ResourceList, *corev1.ResourceRequirements) {
+	req, lim := pick(c.Resources.Requests), pick(c.Resources.Limits)
+	for n, q := range lim {
+		if _, ok := req[n]; !ok {
+			if req == nil {
+				req = corev1.ResourceList{}
+			}
+			req[n] = q.DeepCopy()
+		}
+	}
+	if req == nil && lim == nil {
+		return nil, nil
+	}
+	return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
+}
+
+// podStatusResources returns the pod's allocatedResources (PodRequests) and resources: the
+// requests, and per resource the sum of the app containers' limits when every one has it.
+func podStatusResources(pod *corev1.Pod) (corev1.ResourceList, *corev1.ResourceRequirements) {
+	req := pick(PodRequests(pod))
+	var lim corev1.ResourceList
+	for _, n := range statusResourceNames {
+		var sum resource.Quantity
+		all := len(pod.Spec.Containers) > 0
+		for _, c := range pod.Spec.Containers {
+			q, ok := c.Resources.Limits[n]
+			if !ok {
+				all = false
+				break
+			}
+			sum.Add(q)
+		}
+		if all {
+			if lim == nil {
+				lim = corev1.ResourceList{}
+			}
+			lim[n] = sum
+		}
+	}
+	if req == nil && lim == nil {
+		return nil, nil
+	}
+	return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
+}

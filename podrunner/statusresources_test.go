@@ -1,0 +1,80 @@
+package podrunner
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func fmtList(l corev1.ResourceList) string {
+	if l == nil {
+		return "-"
+	}
+	s := ""
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if q, ok := l[n]; ok {
+			s += string(n) + "=" + q.String() + " "
+		}
+	}
+	return s
+}
+
+func TestStatusResources(t *testing.T) {
+	ctr := func(req, lim corev1.ResourceList) corev1.Container {
+		return corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	cases := []struct {
+		name                string
+		init                []corev1.Container
+		containers          []corev1.Container
+		ctrAlloc, podAlloc  string
+		podLimits, ctrLimit string
+	}{
+		{"none", nil, []corev1.Container{ctr(nil, nil)}, "-", "-", "-", "-"},
+		{"guaranteed", nil, []corev1.Container{ctr(rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "100m", "memory", "64Mi"))},
+			"cpu=100m memory=64Mi ", "cpu=100m memory=64Mi ", "cpu=100m memory=64Mi ", "cpu=100m memory=64Mi "},
+		{"limit only: request defaults to it", nil, []corev1.Container{ctr(nil, rl("memory", "24Mi"))},
+			"memory=24Mi ", "memory=24Mi ", "memory=24Mi ", "memory=24Mi "},
+		{"ephemeral storage is not reported", nil, []corev1.Container{ctr(rl("cpu", "50m", "ephemeral-storage", "1Gi"), nil)},
+			"cpu=50m ", "cpu=50m ", "-", "-"},
+		{"pod limits only when every container has one", nil,
+			[]corev1.Container{ctr(rl("cpu", "50m"), rl("cpu", "100m", "memory", "10Mi")), ctr(rl("cpu", "50m"), rl("cpu", "200m"))},
+			"cpu=50m memory=10Mi ", "cpu=100m memory=10Mi ", "cpu=300m ", "cpu=100m memory=10Mi "},
+		{"a larger init container sets the pod's requests", []corev1.Container{ctr(rl("cpu", "500m"), nil)},
+			[]corev1.Container{ctr(rl("cpu", "100m"), nil)}, "cpu=100m ", "cpu=500m ", "-", "-"},
+	}
+	for _, c := range cases {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: c.init, Containers: c.containers}}
+		alloc, res := containerStatusResources(&pod.Spec.Containers[0])
+		if got := fmtList(alloc); got != c.ctrAlloc {
+			t.Errorf("%s: container allocated %q, want %q", c.name, got, c.ctrAlloc)
+		}
+		lim := "-"
+		if res != nil {
+			lim = fmtList(res.Limits)
+		}
+		if lim != c.ctrLimit {
+			t.Errorf("%s: container limits %q, want %q", c.name, lim, c.ctrLimit)
+		}
+		palloc, pres := podStatusResources(pod)
+		if got := fmtList(palloc); got != c.podAlloc {
+			t.Errorf("%s: pod allocated %q, want %q", c.name, got, c.podAlloc)
+		}
+		plim := "-"
+		if pres != nil {
+			plim = fmtList(pres.Limits)
+		}
+		if plim != c.podLimits {
+			t.Errorf("%s: pod limits %q, want %q", c.name, plim, c.podLimits)
+		}
+	}
+}
