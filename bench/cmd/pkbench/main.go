@@ -46,7 +46,7 @@ func parseOptions() options {
 	kills := flag.Int("kills", 0, "container kills for the reaction figure (default 30, quick 5)")
 	flag.StringVar(&o.kubelet, "kubelet", "/var/cache/podkeeper-bench/kubelet", "the real kubelet's binary (built from bench/kubelet)")
 	flag.BoolVar(&o.conform, "conformance", false, "run the differential check against the real kubelet (make conformance) instead of the benchmark")
-	flag.DurationVar(&o.settle, "settle", 25*time.Second, "conformance: wait this long after the manifests are written before comparing")
+	flag.DurationVar(&o.settle, "settle", 40*time.Second, "conformance: sample both every second for this long after the manifests are written")
 	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.Parse()
