@@ -257,3 +257,13 @@ func MemAvailable() (int64, error) {
 	}
 	return 0, fmt.Errorf("meminfo: no MemAvailable")
 }
+
+// PodProcesses is the number of processes (tasks) in pod's cgroup, from the pids controller's
+// pids.current: what PID-pressure eviction ranks by.
+func (m *Manager) PodProcesses(pod *corev1.Pod) (int64, error) {
+	n, err := readUint(filepath.Join(m.Dir("pids", m.cfg.Layout.PodDir(QOSClass(pod), pod.UID)), "pids.current"))
+	if err != nil {
+		return 0, fmt.Errorf("processes of pod %s: %w", pod.UID, err)
+	}
+	return int64(n), nil
+}

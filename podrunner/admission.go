@@ -30,7 +30,7 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 		q, ok := c.Resources.Limits[name]
 		return q, ok
 	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		var sum, initMax resource.Quantity
 		for _, c := range pod.Spec.Containers {
 			if q, ok := get(c, name); ok {

@@ -138,6 +138,23 @@ type Candidate struct {
 	Request int64 // the pod's request of that resource (memory requests for memory.available)
 }
 
+// RequestFor is what pod requests of the resource signal s measures: memory requests for
+// memory.available, ephemeral-storage requests for nodefs/imagefs.available, nothing for inodes
+// and processes (Kubernetes has no request for them).
+func RequestFor(pod *corev1.Pod, s Signal) int64 {
+	var name corev1.ResourceName
+	switch s {
+	case SignalMemoryAvailable:
+		name = corev1.ResourceMemory
+	case SignalNodeFsAvailable, SignalImageFsAvailable:
+		name = corev1.ResourceEphemeralStorage
+	default:
+		return 0
+	}
+	q := PodRequests(pod)[name]
+	return q.Value()
+}
+
 // Evictable says whether podkeeper may evict pod at all: never a pod with priority >=
 // 2000000000 (system-cluster-critical, system-node-critical) nor one annotated
 // podkeeper.io/never-evict: "true".
@@ -148,9 +165,11 @@ func Evictable(pod *corev1.Pod) bool {
 	return pod.Annotations[NeverEvictAnnotation] != "true"
 }
 
-// RankForEviction orders the evictable candidates as the kubelet ranks them for memory: pods
-// using more than they request first, then by priority (lower first), then by usage above the
-// request (more first). Pods that may not be evicted are left out.
+// RankForEviction orders the evictable candidates as the kubelet ranks them: pods using more
+// than they request first, then by priority (lower first), then by usage above the request (more
+// first). The same order serves every signal: for disk it is the kubelet's ephemeral-storage
+// ranking, and for inodes and processes, which nothing requests, it comes down to the kubelet's
+// priority, then usage. Pods that may not be evicted are left out.
 func RankForEviction(cands []Candidate) []Candidate {
 	out := make([]Candidate, 0, len(cands))
 	for _, c := range cands {

@@ -1,6 +1,7 @@
 package podrunner
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,45 @@ func TestRankForEviction(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("rank = %v, want %v", got, want)
 		}
+	}
+}
+
+// Disk pressure ranks by ephemeral-storage: over the request first, then priority, then usage;
+// processes and inodes have no request, so priority, then usage.
+func TestRankForEvictionBySignal(t *testing.T) {
+	pod := func(name string, prio int32, storageReq string) *corev1.Pod {
+		p := reqPod(name)
+		p.Name = name
+		p.Spec.Priority = &prio
+		if storageReq != "" {
+			p.Spec.Containers[0].Resources.Requests = rlist("ephemeral-storage", storageReq, "memory", "1Gi")
+		}
+		return p
+	}
+	pods := []*corev1.Pod{pod("big-under-request", 0, "1Gi"), pod("small-no-request", 0, ""), pod("big-no-request", 0, ""), pod("prio-big", 100, "")}
+	usage := map[string]int64{"big-under-request": 500 << 20, "small-no-request": 1 << 20, "big-no-request": 300 << 20, "prio-big": 900 << 20}
+	for _, tc := range []struct {
+		sig  Signal
+		want []string
+	}{
+		{SignalNodeFsAvailable, []string{"big-no-request", "small-no-request", "prio-big", "big-under-request"}},
+		{SignalImageFsAvailable, []string{"big-no-request", "small-no-request", "prio-big", "big-under-request"}},
+		{SignalPIDAvailable, []string{"big-under-request", "big-no-request", "small-no-request", "prio-big"}},
+		{SignalNodeFsInodesFree, []string{"big-under-request", "big-no-request", "small-no-request", "prio-big"}},
+	} {
+		var cands []Candidate
+		for _, p := range pods {
+			cands = append(cands, Candidate{Pod: p, Usage: usage[p.Name], Request: RequestFor(p, tc.sig)})
+		}
+		var got []string
+		for _, c := range RankForEviction(cands) {
+			got = append(got, c.Pod.Name)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: rank = %v, want %v", tc.sig, got, tc.want)
+		}
+	}
+	if got := RequestFor(pods[0], SignalMemoryAvailable); got != 1<<30 {
+		t.Errorf("memory request = %d", got)
 	}
 }

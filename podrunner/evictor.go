@@ -26,8 +26,11 @@ type EvictionConfig struct {
 	// Observe reads the node's signals: available and capacity per signal. Signals missing from
 	// the map are not acted on.
 	Observe func() (map[Signal]Observation, error)
-	// Usage reads a pod's memory working set (total and per container); false when unknown.
-	Usage func(pod *corev1.Pod) (PodUsage, bool)
+	// Usage reads a pod's use of what signal s measures (total and per container): the memory
+	// working set for memory.available; bytes written (writable layers, logs, local volumes) for
+	// nodefs/imagefs.available; inodes for nodefs.inodesFree; processes for pid.available. False
+	// when unknown.
+	Usage func(pod *corev1.Pod, s Signal) (PodUsage, bool)
 	// Reclaim frees node-level resources (unused images) before pods are evicted for a disk
 	// signal; nil: nothing to reclaim.
 	Reclaim func(ctx context.Context) error
@@ -100,6 +103,7 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 		}
 	}
 	m.conditions = d.Conditions
+	changed := false
 	// Evicted pods whose pressure is gone start again after their backoff.
 	for uid, mk := range m.evicted {
 		if mk.cleared || d.Conditions[mk.cond].True {
@@ -111,12 +115,16 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 		}
 		if now.Sub(gone) >= RestartAfterEviction(interval, mk.evictions) {
 			mk.cleared = true
+			changed = true
 			if w := m.workers[uid]; w != nil {
 				w.wake()
 			}
 		}
 	}
 	m.mu.Unlock()
+	if changed {
+		m.saveEvictions()
+	}
 	if len(d.Act) == 0 {
 		return
 	}
@@ -149,13 +157,11 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 		if done || !live {
 			continue
 		}
-		c := Candidate{Pod: p}
-		if th.Signal == SignalMemoryAvailable && ec.Usage != nil {
-			if u, ok := ec.Usage(p); ok {
+		c := Candidate{Pod: p, Request: RequestFor(p, th.Signal)}
+		if ec.Usage != nil {
+			if u, ok := ec.Usage(p, th.Signal); ok {
 				c.Usage, usage[p.UID] = u.Total, u
 			}
-			req := PodRequests(p)[corev1.ResourceMemory]
-			c.Request = req.Value()
 		}
 		cands = append(cands, c)
 	}
@@ -181,6 +187,7 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 	m.evicted[victim.UID] = &evictMark{message: msg, cond: ConditionFor(th.Signal), at: now, evictions: n}
 	w := m.workers[victim.UID]
 	m.mu.Unlock()
+	m.saveEvictions()
 	m.log.Warn("evicting pod", "pod", victim.Namespace+"/"+victim.Name, "threshold", th.String(), "message", msg)
 	m.rec.Eventf(victim, "", EventWarning, "Evicted", "%s", msg)
 	metrics.Evictions.WithLabelValues(string(th.Signal)).Inc()
@@ -212,6 +219,7 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 		return false, false
 	}
 	if cleared {
+		w.m.saveEvictions()
 		w.log.Info("pressure gone: starting the evicted pod again")
 		if err := w.removeAll(ctx, v); err != nil {
 			w.log.Warn("remove the evicted pod's containers", "err", err)

@@ -39,6 +39,9 @@ type Config struct {
 	Lookup ConfigLookup
 	// Eviction turns node-pressure eviction on (evictor.go); nil: off.
 	Eviction *EvictionConfig
+	// EvictionState is the file evicted pods are remembered in across restarts (evictstate.go);
+	// empty: not remembered.
+	EvictionState string
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.
@@ -139,9 +142,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		return ctx.Err()
 	case first = <-m.updates:
 	}
+	m.loadEvictions()
 	if err := m.adopt(ctx, first); err != nil {
 		return err
 	}
+	m.pruneEvictions(first)
 	m.apply(first)
 	close(m.ready)
 	for {
@@ -291,6 +296,12 @@ func (m *Manager) startWorkerLocked(w *worker) {
 // workerDone is called by a worker whose pod is fully gone.
 func (m *Manager) workerDone(w *worker) {
 	m.mu.Lock()
+	_, wasEvicted := m.evictions[w.uid]
+	defer func() {
+		if wasEvicted {
+			m.saveEvictions() // after the unlock below (defers run last first)
+		}
+	}()
 	defer m.mu.Unlock()
 	delete(m.workers, w.uid)
 	delete(m.status, w.uid)

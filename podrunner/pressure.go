@@ -117,7 +117,13 @@ func EvictionMessage(t Threshold, obs Observation, pod *corev1.Pod, u PodUsage) 
 	}
 	q := func(v int64) string { return resource.NewQuantity(v, format).String() }
 	msg := fmt.Sprintf("The node was low on resource: %s. Threshold quantity: %s, available: %s. ", res, q(t.Value(obs[1])), q(obs[0]))
-	if t.Signal != SignalMemoryAvailable {
+	var reqName corev1.ResourceName
+	switch t.Signal {
+	case SignalMemoryAvailable:
+		reqName = corev1.ResourceMemory
+	case SignalNodeFsAvailable, SignalImageFsAvailable:
+		reqName = corev1.ResourceEphemeralStorage
+	default:
 		return strings.TrimSpace(msg)
 	}
 	for _, c := range pod.Spec.Containers {
@@ -125,7 +131,7 @@ func EvictionMessage(t Threshold, obs Observation, pod *corev1.Pod, u PodUsage) 
 		if !ok {
 			continue
 		}
-		req := c.Resources.Requests[corev1.ResourceMemory]
+		req := c.Resources.Requests[reqName]
 		if used > req.Value() {
 			msg += fmt.Sprintf("Container %s was using %s, request is %s, has larger consumption of %s. ", c.Name, q(used), req.String(), res)
 		}

@@ -102,6 +102,24 @@ func TestEvictionMessage(t *testing.T) {
 	}
 }
 
+// Disk evictions name the containers writing more than their ephemeral-storage request, as the
+// kubelet's message does; process evictions name none.
+func TestEvictionMessageDisk(t *testing.T) {
+	p := reqPod("u")
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side"})
+	p.Spec.Containers[0].Resources.Requests = rlist("ephemeral-storage", "10Mi")
+	th, _ := ParseThresholds("nodefs.available<10%", "")
+	got := EvictionMessage(th[0], Observation{1 << 30, 20 << 30}, p, PodUsage{Total: 40 << 20, Containers: map[string]int64{"main": 30 << 20, "side": 10 << 20}})
+	want := "The node was low on resource: ephemeral-storage. Threshold quantity: 2Gi, available: 1Gi. Container main was using 30Mi, request is 10Mi, has larger consumption of ephemeral-storage. Container side was using 10Mi, request is 0, has larger consumption of ephemeral-storage."
+	if got != want {
+		t.Errorf("message\n%q, want\n%q", got, want)
+	}
+	pid, _ := ParseThresholds("pid.available<1000", "")
+	if got := EvictionMessage(pid[0], Observation{500, 32768}, p, PodUsage{Total: 7}); got != "The node was low on resource: pids. Threshold quantity: 1k, available: 500." {
+		t.Errorf("pid message %q", got)
+	}
+}
+
 func TestRestartAfterEviction(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
@@ -129,7 +147,7 @@ func TestManagerEvicts(t *testing.T) {
 			defer mu.Unlock()
 			return map[Signal]Observation{SignalMemoryAvailable: {avail, 1 << 34}}, nil
 		},
-		Usage: func(p *corev1.Pod) (PodUsage, bool) {
+		Usage: func(p *corev1.Pod, _ Signal) (PodUsage, bool) {
 			return PodUsage{Total: usage[string(p.UID)], Containers: map[string]int64{"main": usage[string(p.UID)]}}, true
 		},
 	}

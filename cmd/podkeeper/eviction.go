@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
+	"github.com/podkeeper/podkeeper/podrunner/runtime"
 )
 
 // evictionFlags are the `run` flags of node-pressure eviction (settable from --config too).
@@ -29,7 +32,7 @@ func evictionFlags() []cli.Flag {
 
 // evictionConfig builds the eviction loop's config from the flags. imageRoot is the file system
 // of containerd's images (imagefs), logDir podkeeper's (nodefs).
-func evictionConfig(c *cli.Context, cg *cgroup.Manager, logDir, imageRoot string) (*podrunner.EvictionConfig, error) {
+func evictionConfig(c *cli.Context, cg *cgroup.Manager, rt *runtime.Runtime, logDir, imageRoot string) (*podrunner.EvictionConfig, error) {
 	hard, err := podrunner.ParseThresholds(c.String("eviction-hard"), "")
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
@@ -47,22 +50,93 @@ func evictionConfig(c *cli.Context, cg *cgroup.Manager, logDir, imageRoot string
 		Transition: c.Duration("eviction-pressure-transition-period"),
 		Observe:    func() (map[podrunner.Signal]podrunner.Observation, error) { return observeNode(logDir, imageRoot) },
 	}
-	if cg != nil {
-		ec.Usage = func(p *corev1.Pod) (podrunner.PodUsage, bool) {
-			s := cg.PodStats(p)
-			if s.Memory == nil || s.Memory.WorkingSetBytes == nil {
-				return podrunner.PodUsage{}, false
-			}
-			u := podrunner.PodUsage{Total: int64(*s.Memory.WorkingSetBytes), Containers: map[string]int64{}}
-			for _, cs := range s.Containers {
-				if cs.Memory != nil && cs.Memory.WorkingSetBytes != nil {
-					u.Containers[cs.Name] = int64(*cs.Memory.WorkingSetBytes)
-				}
-			}
-			return u, true
-		}
-	}
+	u := podUsage{cg: cg, rt: rt, logDir: logDir}
+	ec.Usage = u.usage
 	return ec, nil
+}
+
+// podUsage reads what a pod uses of the resource under pressure, for the eviction ranking.
+type podUsage struct {
+	cg     *cgroup.Manager // nil: no memory or process usage
+	rt     *runtime.Runtime
+	logDir string
+}
+
+func (u podUsage) usage(p *corev1.Pod, s podrunner.Signal) (podrunner.PodUsage, bool) {
+	switch s {
+	case podrunner.SignalMemoryAvailable:
+		if u.cg == nil {
+			return podrunner.PodUsage{}, false
+		}
+		st := u.cg.PodStats(p)
+		if st.Memory == nil || st.Memory.WorkingSetBytes == nil {
+			return podrunner.PodUsage{}, false
+		}
+		out := podrunner.PodUsage{Total: int64(*st.Memory.WorkingSetBytes), Containers: map[string]int64{}}
+		for _, cs := range st.Containers {
+			if cs.Memory != nil && cs.Memory.WorkingSetBytes != nil {
+				out.Containers[cs.Name] = int64(*cs.Memory.WorkingSetBytes)
+			}
+		}
+		return out, true
+	case podrunner.SignalPIDAvailable:
+		if u.cg == nil {
+			return podrunner.PodUsage{}, false
+		}
+		n, err := u.cg.PodProcesses(p)
+		return podrunner.PodUsage{Total: n}, err == nil
+	default:
+		d, ok := u.disk(p)
+		if !ok {
+			return podrunner.PodUsage{}, false
+		}
+		pick := func(x runtime.DiskUsage) int64 {
+			if s == podrunner.SignalNodeFsInodesFree {
+				return x.Inodes
+			}
+			return x.Bytes
+		}
+		out := podrunner.PodUsage{Total: pick(d.volumes), Containers: map[string]int64{}}
+		for name, c := range d.containers {
+			out.Containers[name] = pick(c)
+			out.Total += pick(c)
+		}
+		return out, true
+	}
+}
+
+type podDisk struct {
+	containers map[string]runtime.DiskUsage // writable layer + logs, per running container
+	volumes    runtime.DiskUsage            // emptyDir and generated files
+}
+
+// disk is what the pod has written, as the kubelet counts ephemeral storage: each container's
+// writable layer and logs, and the pod's local volumes.
+func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d := podDisk{containers: map[string]runtime.DiskUsage{}}
+	var err error
+	if d.volumes, err = u.rt.PodVolumesUsage(string(p.UID)); err != nil {
+		return d, false
+	}
+	logs := filepath.Join(u.logDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+	for _, cs := range p.Status.ContainerStatuses {
+		_, id, ok := strings.Cut(cs.ContainerID, "://")
+		if !ok || cs.State.Running == nil {
+			continue
+		}
+		layer, err := u.rt.WritableLayerUsage(ctx, id)
+		if err != nil {
+			return d, false
+		}
+		lg, err := runtime.DirUsage(filepath.Join(logs, cs.Name))
+		if err != nil {
+			return d, false
+		}
+		d.containers[cs.Name] = layer.Add(lg)
+	}
+	return d, true
 }
 
 // observeNode reads the eviction signals: memory.available is /proc/meminfo's MemAvailable (of

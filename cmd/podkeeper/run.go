@@ -230,7 +230,8 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	backend.setNode(capacity, allocatable)
-	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log}
+	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log,
+		EvictionState: filepath.Join(root, "evictions.json")}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}
@@ -238,7 +239,7 @@ func runAgent(c *cli.Context) error {
 	if c.String("containerd") == "managed" {
 		imagefs = filepath.Join(root, "containerd")
 	}
-	if mcfg.Eviction, err = evictionConfig(c, cgroups, c.String("log-dir"), imagefs); err != nil {
+	if mcfg.Eviction, err = evictionConfig(c, cgroups, rt, c.String("log-dir"), imagefs); err != nil {
 		return err
 	}
 	gcPolicy, err := imageGCPolicy(c)

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/internal/ociimage"
 )
 
 // memTotal reads MemTotal from /proc/meminfo in bytes.
@@ -193,5 +196,123 @@ func TestEvictionPIDPressureComesBack(t *testing.T) {
 	out, _ = a.cli("describe", "node")
 	if !strings.Contains(out, "KubeletHasSufficientPID") {
 		t.Errorf("PIDPressure not cleared:\n%s", out)
+	}
+}
+
+// DiskPressure (a nodefs.available threshold no disk meets) first reclaims at node level (an
+// unused image is removed), then evicts by ephemeral storage: the BestEffort pod that wrote the
+// most first, then the other BestEffort one, then the pod under its ephemeral-storage request;
+// never the critical one. The evictions survive a kill -9 of the agent while the pressure lasts
+// (the evicted pods are not started again at its restart); with the threshold back to normal they
+// all run again.
+func TestEvictionDiskPressureRemembered(t *testing.T) {
+	parent := fmt.Sprintf("pke-evdisk-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	ns := "pk-e2e-evdisk"
+	a := startAgentAt(t, ns, env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s",
+		"--image-minimum-gc-age", "0s")
+	write := func(path string, mib int) string {
+		return fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d 2>/dev/null; sync; echo ready; sleep 3600", path, mib)
+	}
+	vol := "  volumes:\n  - name: scratch\n    emptyDir: {}\n"
+	mount := "    volumeMounts:\n    - name: scratch\n      mountPath: /scratch\n"
+	a.write("hog.yaml", podYAML("hog", "Always", 1, "", shContainer("hog", write("/hog", 24), "")))
+	a.write("small.yaml", podYAML("small", "Always", 1, "", shContainer("small", "echo ready; sleep 3600", "")))
+	a.write("req.yaml", podYAML("req", "Always", 1, vol, shContainer("req", write("/scratch/f", 32), mount+
+		"    resources:\n      requests:\n        ephemeral-storage: 1Gi\n")))
+	a.write("crit.yaml", podYAML("crit", "Always", 1, "  priority: 2000001000\n", shContainer("crit", write("/crit", 40), "")))
+	names := []string{"hog", "small", "req", "crit"}
+	uids := map[string]string{}
+	for _, n := range names {
+		p := a.waitPod(60*time.Second, n+"-"+node, n+" running", running)
+		uids[n] = string(p.UID)
+		a.eventually(30*time.Second, n+" wrote its data", func() (bool, string) {
+			out, err := a.cli("logs", n+"-"+node)
+			return err == nil && strings.Contains(out, "ready"), out
+		})
+	}
+	ctr := func(args ...string) (string, error) {
+		out, err := exec.Command("ctr", append([]string{"-a", env.Address, "-n", ns}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if err := ociimage.WriteBusyboxImageFile(filepath.Join(a.root, "images", "reclaim-me.tar"), ociimage.Config{Name: "docker.io/library/reclaim-me:1", Labels: map[string]string{"reclaim": "me"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.eventually(30*time.Second, "reclaim-me imported", func() (bool, string) {
+		out, err := ctr("images", "ls", "-q")
+		return err == nil && strings.Contains(out, "reclaim-me"), out
+	})
+
+	// Pressure: restart with a threshold no disk meets.
+	a.kill9()
+	pressure := []string{"--eviction-hard", "nodefs.available<100%"}
+	base := a.extra
+	a.extra = append(append([]string{}, base...), pressure...)
+	a.start()
+	evictedAt := map[string]time.Time{}
+	a.eventually(60*time.Second, "hog, small and req evicted", func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		for _, p := range pods {
+			n := strings.TrimSuffix(p.Name, "-"+node)
+			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
+				if _, ok := evictedAt[n]; !ok {
+					evictedAt[n] = time.Now()
+					if !strings.HasPrefix(p.Status.Message, "The node was low on resource: ephemeral-storage. Threshold quantity: ") {
+						t.Errorf("%s: message %q", n, p.Status.Message)
+					}
+					t.Logf("%s evicted: %s", n, p.Status.Message)
+					if n == "hog" && !strings.Contains(p.Status.Message, "Container hog was using") {
+						t.Errorf("hog: message names no container: %q", p.Status.Message)
+					}
+				}
+			}
+			st = append(st, n+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
+		}
+		return len(evictedAt) >= 3, strings.Join(st, " ")
+	})
+	if _, ok := evictedAt["crit"]; ok {
+		t.Fatalf("critical pod evicted: %v", evictedAt)
+	}
+	if !evictedAt["hog"].Before(evictedAt["small"]) || !evictedAt["small"].Before(evictedAt["req"]) {
+		t.Errorf("eviction order: hog %v, small %v, req %v; want hog, small, req", evictedAt["hog"], evictedAt["small"], evictedAt["req"])
+	}
+	if out, _ := ctr("images", "ls", "-q"); strings.Contains(out, "reclaim-me") || !strings.Contains(out, "docker.io/library/busybox:latest") {
+		t.Errorf("node-level reclaim: want reclaim-me removed and busybox kept:\n%s", out)
+	}
+	logb, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+	agentLog := string(logb)
+	if r, e := strings.Index(agentLog, "reclaim-me"), strings.Index(agentLog, "evicting pod"); r < 0 || e < 0 || strings.LastIndex(agentLog, "image gc: removed unused image") > e {
+		t.Errorf("the unused image was not removed before the first eviction (reclaim at %d, evict at %d)", r, e)
+	}
+	out, err := a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "KubeletHasDiskPressure") {
+		t.Errorf("describe node shows no DiskPressure (%v):\n%s", err, out)
+	}
+
+	// kill -9 under pressure: the restarted agent remembers the evictions.
+	a.kill9()
+	a.start()
+	a.waitPod(30*time.Second, "hog-"+node, "hog still evicted after the restart", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	time.Sleep(3 * time.Second)
+	for _, n := range []string{"hog", "small", "req"} {
+		if pid := a.pidOf(uids[n], n); pid != 0 {
+			t.Errorf("%s started again at the restart although still evicted (pid %d)", n, pid)
+		}
+	}
+	a.waitPod(10*time.Second, "crit-"+node, "crit still running", running)
+
+	// Pressure gone: the evicted pods run again.
+	a.kill9()
+	a.extra = base
+	a.start()
+	for _, n := range []string{"hog", "small", "req"} {
+		a.waitPod(60*time.Second, n+"-"+node, n+" running again", running)
 	}
 }
