@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 // 5. `kill -9` of podkeeper with pods running, then a restart: the same task PIDs, restart counts
@@ -72,4 +77,57 @@ func TestAgentKill9AndRestartAdoptsPods(t *testing.T) {
 	a.waitPod(30*time.Second, "bumped-e2e", "restarted by the new agent", func(p *corev1.Pod) bool {
 		return status(p, "c").RestartCount == 2 && running(p)
 	})
+}
+
+// Dead-container GC on the real containerd: a container killed twice has three instances; the
+// oldest is removed with its log, the one before the running instance is kept, and `logs
+// --previous` shows it.
+func TestDeadContainerGCKeepsOne(t *testing.T) {
+	a := startAgent(t, "pk-e2e-deadgc")
+	a.write("crashy.yaml", podYAML("crashy", "Always", 1, "", shContainer("c", "echo instance-$(cat /proc/sys/kernel/random/uuid); sleep 3600", "")))
+	p := a.waitPod(30*time.Second, "crashy-e2e", "Running", running)
+	uid := string(p.UID)
+	for kill := 1; kill <= 2; kill++ {
+		if err := syscall.Kill(int(a.runningPID(uid, "c")), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		a.waitPod(60*time.Second, "crashy-e2e", fmt.Sprintf("restarted %d times", kill), func(p *corev1.Pod) bool {
+			return status(p, "c").RestartCount == int32(kill) && running(p)
+		})
+	}
+	var recs []string
+	a.eventually(30*time.Second, "exactly one dead instance kept", func() (bool, string) {
+		recs = nil
+		dead := 0
+		for _, r := range a.records(uid) {
+			if r.Name != "c" {
+				continue
+			}
+			recs = append(recs, fmt.Sprintf("attempt %d %s", r.Attempt, r.State))
+			if r.State != podrunner.StateRunning {
+				dead++
+				if r.Attempt != 1 {
+					return false, fmt.Sprintf("dead instance of attempt %d kept: %v", r.Attempt, recs)
+				}
+			}
+		}
+		return dead == 1 && len(recs) == 2, strings.Join(recs, ", ")
+	})
+	logDir := filepath.Join(a.logs, fmt.Sprintf("default_crashy-e2e_%s", uid), "c")
+	ents, err := os.ReadDir(logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range ents {
+		files = append(files, e.Name())
+	}
+	if strings.Join(files, " ") != "1.log 2.log" {
+		t.Errorf("log files %v, want [1.log 2.log] (the removed instance's log removed with it)", files)
+	}
+	prev, err := a.cli("logs", "crashy-e2e", "--previous")
+	cur, err2 := a.cli("logs", "crashy-e2e")
+	if err != nil || err2 != nil || !strings.HasPrefix(prev, "instance-") || prev == cur {
+		t.Errorf("logs --previous = %q (%v), current %q (%v)", prev, err, cur, err2)
+	}
 }

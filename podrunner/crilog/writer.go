@@ -445,3 +445,19 @@ func (s *stream) flushPartial(ts string) error {
 	s.buf = s.buf[:0]
 	return err
 }
+
+// Remove deletes the log at path and its rotated predecessors: what a container instance leaves
+// once it is garbage collected. Nothing there is not an error.
+func Remove(path string) error {
+	rotated, err := listRotated(path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range append(rotated, path) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

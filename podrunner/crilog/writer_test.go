@@ -314,3 +314,33 @@ func TestWriterInvalidUse(t *testing.T) {
 		t.Errorf("CopyFrom on closed writer: %v", err)
 	}
 }
+
+// Remove takes the live file and its rotated predecessors, and nothing that merely shares the
+// prefix.
+func TestRemoveLogAndRotated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "3.log")
+	keep := []string{filepath.Join(dir, "3.logx"), filepath.Join(dir, "4.log"), filepath.Join(dir, "3.log.not-a-time")}
+	gone := []string{path, path + ".20261203-061500.000001", path + ".20261203-061600.000002"}
+	for _, p := range append(append([]string{}, keep...), gone...) {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range gone {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there", p)
+		}
+	}
+	for _, p := range keep {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+	if err := Remove(filepath.Join(dir, "missing", "0.log")); err != nil {
+		t.Errorf("missing log: %v", err)
+	}
+}

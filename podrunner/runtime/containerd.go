@@ -832,7 +832,8 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 		}
 	}
 	r.release(tio)
-	if labels, err := c.Labels(ctx); err == nil {
+	labels, lerr := c.Labels(ctx)
+	if lerr == nil {
 		removeTermMsgFile(r.cfg.RootDir, labels)
 	}
 	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
@@ -847,7 +848,26 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	r.mu.Lock()
 	delete(r.podOf, id)
 	r.mu.Unlock()
+	// The instance's log goes with it (as the kubelet's container GC does): unless another
+	// instance writes to the same file, which never happens while attempts number them.
+	if path := labels[LabelLogPath]; lerr == nil && path != "" && !r.logInUse(path) {
+		if err := crilog.Remove(path); err != nil {
+			r.log.Warn("remove the log of a removed container", "container", id, "path", path, "err", err)
+		}
+	}
 	return nil
+}
+
+// logInUse says whether a running container's output goes to path.
+func (r *Runtime) logInUse(path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tio := range r.running {
+		if tio != nil && tio.logw != nil && tio.logw.Path() == path {
+			return true
+		}
+	}
+	return false
 }
 
 // RemovePodFiles deletes podkeeper's per-pod directory (generated files, emptyDir volumes).
