@@ -148,21 +148,6 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 		}
 		return total, all, max, len(ctrs) > 0
 	}
-	getReq := func(name corev1.ResourceName, milli bool) func(c corev1.Container) int64 {
-		return func(c corev1.Container) int64 {
-			q, ok := c.Resources.Requests[name]
-			if !ok {
-				q, ok = c.Resources.Limits[name]
-			}
-			if !ok {
-				return 0
-			}
-			if milli {
-				return q.MilliValue()
-			}
-			return q.Value()
-		}
-	}
 	limGetter := func(name corev1.ResourceName, milli bool) func(corev1.ResourceList) (int64, bool) {
 		return func(l corev1.ResourceList) (int64, bool) {
 			q, ok := l[name]
@@ -182,19 +167,10 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 		return total
 	}
 	r := Resources{CPUPeriod: QuotaPeriodUS, PidsLimit: pidsLimit}
-	var cpuReq, initCPUReq int64
-	for _, c := range pod.Spec.Containers {
-		cpuReq += getReq(corev1.ResourceCPU, true)(c)
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if v := getReq(corev1.ResourceCPU, true)(c); v > initCPUReq {
-			initCPUReq = v
-		}
-	}
 	if QOSClass(pod) == corev1.PodQOSBestEffort {
 		r.CPUShares = MinShares
 	} else {
-		r.CPUShares = MilliCPUToShares(effective(cpuReq, initCPUReq))
+		r.CPUShares = MilliCPUToShares(PodCPURequestMilli(pod))
 	}
 	if t, all, _, _ := sum(pod.Spec.Containers, limGetter(corev1.ResourceCPU, true)); all && t > 0 {
 		_, _, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceCPU, true))
@@ -285,4 +261,38 @@ func ClampOOMScoreAdj(want, floor int, canLower bool) (int, bool) {
 		return want, false
 	}
 	return floor, true
+}
+
+// PodCPURequestMilli is the pod's CPU request in millicores as the kubelet counts it for cgroups:
+// the sum over the app containers (a missing request counts the limit), or the largest init
+// container's when that is more.
+func PodCPURequestMilli(pod *corev1.Pod) int64 {
+	req := func(c corev1.Container) int64 {
+		q, ok := c.Resources.Requests[corev1.ResourceCPU]
+		if !ok {
+			q = c.Resources.Limits[corev1.ResourceCPU]
+		}
+		return q.MilliValue()
+	}
+	var sum, initMax int64
+	for _, c := range pod.Spec.Containers {
+		sum += req(c)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		initMax = max(initMax, req(c))
+	}
+	return max(sum, initMax)
+}
+
+// BurstableShares is the cpu.shares of the burstable QoS cgroup, as the kubelet sets it: the sum
+// of the CPU requests of the Burstable pods (at least MinShares). Pods of other classes count
+// nothing.
+func BurstableShares(pods []*corev1.Pod) uint64 {
+	var milli int64
+	for _, p := range pods {
+		if QOSClass(p) == corev1.PodQOSBurstable {
+			milli += PodCPURequestMilli(p)
+		}
+	}
+	return MilliCPUToShares(milli)
 }

@@ -140,3 +140,29 @@ func TestClampOOMScoreAdj(t *testing.T) {
 		}
 	}
 }
+
+func TestBurstableShares(t *testing.T) {
+	pod := func(r corev1.ResourceRequirements, init ...corev1.ResourceRequirements) *corev1.Pod {
+		return podWith(init, r)
+	}
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want uint64
+	}{
+		{"none", nil, 2},
+		{"besteffort only", []*corev1.Pod{pod(corev1.ResourceRequirements{})}, 2},
+		{"guaranteed not counted", []*corev1.Pod{pod(corev1.ResourceRequirements{Limits: res("cpu", "2", "memory", "1Gi")})}, 2},
+		{"two burstable", []*corev1.Pod{
+			pod(corev1.ResourceRequirements{Requests: res("cpu", "500m")}),
+			pod(corev1.ResourceRequirements{Requests: res("cpu", "250m", "memory", "1Mi")}),
+		}, 768},
+		{"limit counts when no request", []*corev1.Pod{pod(corev1.ResourceRequirements{Limits: res("cpu", "1")})}, 1024},
+		{"init container larger", []*corev1.Pod{pod(corev1.ResourceRequirements{Requests: res("cpu", "100m")}, corev1.ResourceRequirements{Requests: res("cpu", "2")})}, 2048},
+		{"memory only", []*corev1.Pod{pod(corev1.ResourceRequirements{Requests: res("memory", "1Gi")})}, 2},
+	} {
+		if got := BurstableShares(tc.pods); got != tc.want {
+			t.Errorf("%s: BurstableShares = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -75,6 +75,10 @@ type Manager struct {
 	qosReady  map[corev1.PodQOSClass]bool
 	prev      map[string]Usage // last usage sample per cgroup path, for CPU rates
 	memoryCap int64
+	// burstable holds the Burstable pods whose cgroups exist, for the QoS cgroup's cpu.shares.
+	burstable     map[types.UID]*corev1.Pod
+	burstableDone uint64 // the shares last written (0: none yet)
+	sd            *systemdSlices // the systemd driver's D-Bus side; nil with cgroupfs
 }
 
 // v1 controllers a pod cgroup is created in (those mounted); runc joins the same ones.
@@ -107,6 +111,13 @@ func New(cfg Config) (*Manager, error) {
 		}
 	} else if _, err := os.Stat(cfg.Root); err != nil {
 		return nil, fmt.Errorf("cgroup v2 root: %w", err)
+	}
+	if cfg.Layout.Driver == DriverSystemd {
+		sd, err := newSystemdSlices(cfg.Version)
+		if err != nil {
+			return nil, err
+		}
+		m.sd = sd
 	}
 	m.memoryCap = cfg.MemoryCapacity
 	if m.memoryCap == 0 {
@@ -163,10 +174,59 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) error {
 	if err := m.ensureQOS(qos); err != nil {
 		return err
 	}
+	if qos == corev1.PodQOSBurstable {
+		// The QoS cgroup grows before the pod starts, as the kubelet's does.
+		m.mu.Lock()
+		if m.burstable == nil {
+			m.burstable = map[types.UID]*corev1.Pod{}
+		}
+		m.burstable[pod.UID] = pod
+		m.mu.Unlock()
+		if err := m.updateBurstable(); err != nil {
+			return err
+		}
+	}
 	dir := m.cfg.Layout.PodDir(qos, pod.UID)
 	if err := m.write(dir, PodResources(pod, m.cfg.PodPidsLimit)); err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", dir, err)
 	}
+	return nil
+}
+
+// SyncQOS sets the Burstable pods anew (the pods that run, after a restart or periodically, as
+// the kubelet's QoS manager does) and updates the burstable cgroup's cpu.shares.
+func (m *Manager) SyncQOS(pods []*corev1.Pod) error {
+	m.mu.Lock()
+	m.burstable = map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		if QOSClass(p) == corev1.PodQOSBurstable {
+			m.burstable[p.UID] = p
+		}
+	}
+	m.mu.Unlock()
+	return m.updateBurstable()
+}
+
+// updateBurstable writes the burstable QoS cgroup's cpu.shares (v2: cpu.weight) when it changed.
+func (m *Manager) updateBurstable() error {
+	if err := m.ensureQOS(corev1.PodQOSBurstable); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pods := make([]*corev1.Pod, 0, len(m.burstable))
+	for _, p := range m.burstable {
+		pods = append(pods, p)
+	}
+	shares := BurstableShares(pods)
+	if shares == m.burstableDone {
+		return nil
+	}
+	dir := m.cfg.Layout.QOSDir(corev1.PodQOSBurstable)
+	if err := m.write(dir, Resources{CPUShares: shares}); err != nil {
+		return fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	m.burstableDone = shares
 	return nil
 }
 
@@ -197,6 +257,17 @@ func (m *Manager) ensureQOS(qos corev1.PodQOSClass) error {
 // Removing a pod that has no cgroup is not an error.
 func (m *Manager) RemovePod(uid types.UID) error {
 	var errs []error
+	m.mu.Lock()
+	_, wasBurstable := m.burstable[uid]
+	delete(m.burstable, uid)
+	m.mu.Unlock()
+	if wasBurstable {
+		defer func() {
+			if err := m.updateBurstable(); err != nil {
+				m.cfg.Logger.Warn("update the burstable cgroup", "err", err)
+			}
+		}()
+	}
 	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
 		dir := m.cfg.Layout.PodDir(qos, uid)
 		m.mu.Lock()
@@ -206,6 +277,11 @@ func (m *Manager) RemovePod(uid types.UID) error {
 			}
 		}
 		m.mu.Unlock()
+		if m.sd != nil {
+			if err := m.sd.remove(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		for _, base := range m.bases() {
 			if err := removeTree(filepath.Join(base, dir)); err != nil {
 				errs = append(errs, err)
@@ -280,6 +356,11 @@ func (m *Manager) Dir(controller, cgroupPath string) string {
 
 // write creates cgroup dir (and its ancestors) and writes r's non-zero values.
 func (m *Manager) write(dir string, r Resources) error {
+	if m.sd != nil {
+		if err := m.sd.ensure(dir, r); err != nil {
+			return err
+		}
+	}
 	if m.cfg.Version == V2 {
 		return m.writeV2(dir, r)
 	}

@@ -76,6 +76,21 @@ func TestManagerV2Files(t *testing.T) {
 	if got := readFile(t, filepath.Join(root, "pk", "besteffort", "cpu.weight")); got != "1" {
 		t.Errorf("besteffort cpu.weight = %s, want 1", got)
 	}
+	// The burstable QoS cgroup weighs the sum of its pods' requests: 250m, then 250m+750m.
+	if got := readFile(t, filepath.Join(root, "pk", "burstable", "cpu.weight")); got != fmt.Sprint(SharesToWeight(256)) {
+		t.Errorf("burstable cpu.weight = %s, want %d", got, SharesToWeight(256))
+	}
+	more := podWith(nil, corev1.ResourceRequirements{Requests: res("cpu", "750m")})
+	more.UID = "b2"
+	if err := m.EnsurePod(more); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(root, "pk", "burstable", "cpu.weight")); got != fmt.Sprint(SharesToWeight(1024)) {
+		t.Errorf("burstable cpu.weight with two pods = %s, want %d", got, SharesToWeight(1024))
+	}
+	if err := m.RemovePod(more.UID); err != nil {
+		t.Fatal(err)
+	}
 	if got := readFile(t, filepath.Join(root, "cgroup.subtree_control")); got != "+cpu +memory +pids +hugetlb" {
 		t.Errorf("root subtree_control = %q", got)
 	}
@@ -140,6 +155,22 @@ func TestManagerV1Real(t *testing.T) {
 	if got := readFile(t, filepath.Join(m.Dir("cpu", "/"+parent+"/besteffort"), "cpu.shares")); got != "2" {
 		t.Errorf("besteffort cpu.shares = %s, want 2", got)
 	}
+	burst := func() string { return readFile(t, filepath.Join(m.Dir("cpu", "/"+parent+"/burstable"), "cpu.shares")) }
+	if got := burst(); got != "256" {
+		t.Errorf("burstable cpu.shares = %s, want 256 (its one pod's 250m)", got)
+	}
+	// After a restart the agent tells the manager which pods run: the sum follows them.
+	two := podWith(nil, corev1.ResourceRequirements{Requests: res("cpu", "1500m")})
+	two.UID = types.UID("b2-" + parent)
+	if err := m.SyncQOS([]*corev1.Pod{pods[corev1.PodQOSBurstable], two, pods[corev1.PodQOSGuaranteed]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := burst(); got != "1792" {
+		t.Errorf("burstable cpu.shares after SyncQOS = %s, want 1792 (250m + 1500m)", got)
+	}
+	if err := m.SyncQOS([]*corev1.Pod{pods[corev1.PodQOSBurstable]}); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasSuffix(m.Layout().PodDir(corev1.PodQOSGuaranteed, pods[corev1.PodQOSGuaranteed].UID), "/"+parent+"/podg-"+parent) {
 		t.Errorf("guaranteed pod not directly under the parent")
 	}
@@ -150,5 +181,8 @@ func TestManagerV1Real(t *testing.T) {
 		if _, err := os.Stat(m.Dir("memory", m.Layout().PodDir(qos, pod.UID))); !os.IsNotExist(err) {
 			t.Errorf("%s pod cgroup left behind: %v", qos, err)
 		}
+	}
+	if got := burst(); got != "2" {
+		t.Errorf("burstable cpu.shares with no pod = %s, want 2", got)
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	goruntime "runtime"
 	"strings"
 
@@ -21,7 +23,8 @@ func resourceFlags() []cli.Flag {
 	return []cli.Flag{
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "cgroups-per-qos", Value: true, Usage: "put pods in podkeeper's cgroup tree (<parent>/{burstable,besteffort}/pod<uid>) with pod and container limits; false: containerd's default cgroups, no limits"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-parent", Value: cgroup.DefaultParent, EnvVars: []string{"PODKEEPER_CGROUP_PARENT"}, Usage: "name of podkeeper's top cgroup"}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-driver", Value: string(cgroup.DriverCgroupfs), Usage: "cgroupfs or systemd (slices; match containerd's SystemdCgroup setting)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-driver", Value: "auto", Usage: "cgroupfs, systemd (slices, through systemd's D-Bus API), or auto: what containerd's config (--containerd-config) says with SystemdCgroup"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd-config", Value: "/etc/containerd/config.toml", Usage: "the external containerd's config, read for --cgroup-driver auto"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "cgroup-root", Value: "/sys/fs/cgroup", Usage: "where the cgroup hierarchies are mounted"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "system-reserved", Usage: "resources kept for the system, e.g. cpu=500m,memory=512Mi (taken off the allocatable)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "kube-reserved", Usage: "resources kept for podkeeper and containerd, e.g. cpu=100m,memory=256Mi"}),
@@ -37,10 +40,11 @@ func newCgroupManager(c *cli.Context, log *slog.Logger) (*cgroup.Manager, error)
 	if !c.Bool("cgroups-per-qos") {
 		return nil, nil
 	}
-	drv, err := cgroup.ParseDriver(c.String("cgroup-driver"))
+	drv, why, err := cgroupDriver(c.String("cgroup-driver"), c.String("containerd"), c.String("containerd-config"))
 	if err != nil {
-		return nil, fmt.Errorf("--cgroup-driver: %w", err)
+		return nil, err
 	}
+	log.Info("cgroup driver", "driver", string(drv), "why", why)
 	if c.Int64("pod-pids-limit") < 0 {
 		return nil, fmt.Errorf("--pod-pids-limit %d: must be 0 or more", c.Int64("pod-pids-limit"))
 	}
@@ -55,6 +59,37 @@ func newCgroupManager(c *cli.Context, log *slog.Logger) (*cgroup.Manager, error)
 	}
 	log.Info("pod cgroups", "version", m.Version().String(), "driver", string(drv), "parent", c.String("cgroup-parent"))
 	return m, nil
+}
+
+// cgroupDriver decides the cgroup driver: the flag's, or with "auto" the one containerd's runc
+// runtime uses (SystemdCgroup in its config), so that podkeeper's pod slices and runc's container
+// cgroups agree; podkeeper's managed containerd uses cgroupfs. It says why.
+func cgroupDriver(flag, containerdMode, configPath string) (cgroup.Driver, string, error) {
+	if flag != "auto" {
+		d, err := cgroup.ParseDriver(flag)
+		if err != nil {
+			return "", "", fmt.Errorf("--cgroup-driver: %w (or auto)", err)
+		}
+		return d, "--cgroup-driver " + flag, nil
+	}
+	if containerdMode == "managed" {
+		return cgroup.DriverCgroupfs, "auto: podkeeper's managed containerd uses cgroupfs", nil
+	}
+	b, err := os.ReadFile(configPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return cgroup.DriverCgroupfs, "auto: no containerd config at " + configPath + " (containerd's default: cgroupfs)", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("--cgroup-driver auto: %w", err)
+	}
+	sd, err := cgroup.SystemdCgroupFromConfig(b)
+	if err != nil {
+		return "", "", fmt.Errorf("--cgroup-driver auto: %s: %w (set --cgroup-driver)", configPath, err)
+	}
+	if sd {
+		return cgroup.DriverSystemd, "auto: SystemdCgroup = true in " + configPath, nil
+	}
+	return cgroup.DriverCgroupfs, "auto: " + configPath + " does not set SystemdCgroup", nil
 }
 
 // parseResourceList reads "cpu=500m,memory=512Mi" (the kubelet's --system-reserved syntax).

@@ -17,7 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/api"
 	"github.com/podkeeper/podkeeper/podrunner/runtime"
@@ -285,6 +287,10 @@ func runAgent(c *cli.Context) error {
 			}
 		}
 	}()
+	if cgroups != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); syncQOSLoop(ctx, cgroups, mgr, log) }()
+	}
 	go func() { // tarballs dropped into <root-dir>/images
 		defer wg.Done()
 		t := time.NewTicker(c.Duration("resync"))
@@ -352,4 +358,34 @@ func (m *manifestErrors) get() []api.ManifestError {
 		out = append(out, api.ManifestError{Path: e.Path, Error: e.Error(), KeptLastGood: e.KeptLastGood})
 	}
 	return out
+}
+
+// syncQOSLoop keeps the burstable QoS cgroup's cpu.shares at the sum of its running pods'
+// requests: once the manager has adopted its pods (after a restart the cgroup manager knows none),
+// then every minute, as the kubelet's QoS manager does. Pods starting and ending update it too
+// (cgroup.Manager.EnsurePod, RemovePod).
+func syncQOSLoop(ctx context.Context, cg *cgroup.Manager, mgr *podrunner.Manager, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-mgr.Ready():
+	}
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		var live []*corev1.Pod
+		for _, p := range mgr.Pods() {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				live = append(live, p)
+			}
+		}
+		if err := cg.SyncQOS(live); err != nil {
+			log.Warn("update the QoS cgroups", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -113,7 +113,9 @@ func (a *agent) start() {
 		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
 		"--containerd-address", a.address, "--containerd-namespace", a.ns,
 		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s",
-		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet}, a.extra...)
+		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet,
+		// The test's containerd runs runc with cgroupfs, whatever /etc/containerd/config.toml says.
+		"--cgroup-driver", "cgroupfs"}, a.extra...)
 	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,41 @@ func removeCgroupParent(t testing.TB, parent string) {
 			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
 				t.Errorf("remove cgroup %s: %v", dirs[i], err)
 			}
+		}
+	}
+}
+
+// --cgroup-driver systemd on a machine whose init is not systemd (this one) fails at start with
+// the reason and what to do, instead of failing every pod later. On a systemd machine it runs.
+func TestSystemdDriverWithoutSystemdFailsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run", "--manifest-dir", filepath.Join(dir, "m"), "--root-dir", filepath.Join(dir, "root"),
+		"--log-dir", filepath.Join(dir, "logs"), "--api-socket", filepath.Join(dir, "api.sock"), "--containerd-address", env.Address,
+		"--containerd-namespace", "pk-e2e-sd", "--cgroup-driver", "systemd", "--cgroup-parent", "pke-sd")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := os.MkdirAll(filepath.Join(dir, "m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	_, noSystemd := os.Stat("/run/systemd/system")
+	select {
+	case err := <-done:
+		if noSystemd == nil {
+			t.Fatalf("on a systemd machine podkeeper stopped: %v\n%s", err, out.String())
+		}
+		if err == nil || !strings.Contains(out.String(), "needs systemd as init, but PID 1 is") || !strings.Contains(out.String(), "--cgroup-driver cgroupfs") {
+			t.Fatalf("exit %v, output:\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		if noSystemd != nil {
+			t.Fatalf("without systemd, podkeeper --cgroup-driver systemd still runs after 20 s:\n%s", out.String())
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,16 @@ func (r *Runtime) containerCgroupOpts(pod *corev1.Pod, ctr *corev1.Container, id
 			return nil
 		},
 	}
+}
+
+// runcOptions are the runc shim's options for every container: with the systemd cgroup driver
+// runc must ask systemd for the containers' scopes (SystemdCgroup), as the CRI plugin tells it
+// when containerd's config says so. Nil (the shim's defaults: cgroupfs) otherwise.
+func (r *Runtime) runcOptions() any {
+	if r.cfg.Cgroups == nil || r.cfg.Cgroups.Layout().Driver != cgroup.DriverSystemd {
+		return nil
+	}
+	return &options.Options{SystemdCgroup: true}
 }
 
 func withOOMScoreAdj(v int) oci.SpecOpts {

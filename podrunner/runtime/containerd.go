@@ -357,7 +357,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	opts = append(opts, netOpts...)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
-		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithRuntime("io.containerd.runc.v2", r.runcOptions()),
 		containerd.WithNewSpec(opts...),
 	)
 	if err != nil {
@@ -429,7 +429,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		containerd.WithImageStopSignal(image, "SIGTERM"),
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithContainerLabels(labels),
-		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithRuntime("io.containerd.runc.v2", r.runcOptions()),
 		containerd.WithNewSpec(specOpts...),
 	)
 	if err != nil {
