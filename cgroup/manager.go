@@ -77,7 +77,7 @@ type Manager struct {
 	memoryCap int64
 	// burstable holds the Burstable pods whose cgroups exist, for the QoS cgroup's cpu.shares.
 	burstable     map[types.UID]*corev1.Pod
-	burstableDone uint64 // the shares last written (0: none yet)
+	burstableDone uint64         // the shares last written (0: none yet)
 	sd            *systemdSlices // the systemd driver's D-Bus side; nil with cgroupfs
 }
 
