@@ -316,3 +316,66 @@ func TestEvictionDiskPressureRemembered(t *testing.T) {
 		a.waitPod(60*time.Second, n+"-"+node, n+" running again", running)
 	}
 }
+
+// A soft threshold acts only once it has been met for its grace period: MemoryPressure turns True
+// at once, the pod is evicted no sooner than the grace period later.
+func TestEvictionSoftThresholdWaitsForGrace(t *testing.T) {
+	parent := fmt.Sprintf("pke-evsoft-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	a := startAgentAt(t, "pk-e2e-evsoft", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s")
+	a.write("be.yaml", podYAML("be", "Always", 1, "", shContainer("be", "sleep 3600", "")))
+	a.waitPod(60*time.Second, "be-"+node, "be running", running)
+
+	a.kill9()
+	const grace = 4 * time.Second
+	a.extra = append(a.extra, "--eviction-hard", "", "--eviction-soft", fmt.Sprintf("memory.available<%d", memTotal(t)+1<<30),
+		"--eviction-soft-grace-period", "memory.available="+grace.String())
+	started := time.Now()
+	a.start()
+	a.eventually(20*time.Second, "MemoryPressure True", func() (bool, string) {
+		out, err := a.cli("describe", "node")
+		return err == nil && strings.Contains(out, "KubeletHasInsufficientMemory"), out
+	})
+	sawPressure := time.Since(started)
+	if p := a.waitPod(10*time.Second, "be-"+node, "be", func(*corev1.Pod) bool { return true }); p.Status.Reason == "Evicted" && sawPressure < grace-time.Second {
+		t.Fatalf("evicted %v after the start, within the %v grace period", sawPressure, grace)
+	}
+	a.waitPod(30*time.Second, "be-"+node, "be evicted after the grace period", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	evs, _ := a.cli("get", "events")
+	if !strings.Contains(evs, "Evicted") {
+		t.Errorf("no Evicted event:\n%s", evs)
+	}
+	b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+	logText := string(b)
+	i := strings.LastIndex(logText, "node condition changed")
+	j := strings.LastIndex(logText, "evicting pod")
+	if i < 0 || j < 0 || j < i {
+		t.Fatalf("agent log: condition change at %d, eviction at %d", i, j)
+	}
+	ti, tj := logTime(t, logText[max(0, i-200):i]), logTime(t, logText[max(0, j-200):j])
+	if d := tj.Sub(ti); d < grace-500*time.Millisecond {
+		t.Errorf("evicted %v after MemoryPressure turned True, want at least the %v grace period", d, grace)
+	} else {
+		t.Logf("evicted %v after MemoryPressure turned True (grace %v)", d.Round(time.Millisecond), grace)
+	}
+}
+
+// logTime is the time= of the last slog text line that starts in before.
+func logTime(t *testing.T, before string) time.Time {
+	k := strings.LastIndex(before, "time=")
+	if k < 0 {
+		t.Fatalf("no time= in %q", before)
+	}
+	v := before[k+len("time="):]
+	if sp := strings.IndexByte(v, ' '); sp > 0 {
+		v = v[:sp]
+	}
+	ts, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		t.Fatalf("log time %q: %v", v, err)
+	}
+	return ts
+}
