@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,13 +51,15 @@ func TestEvictionStateRoundTrip(t *testing.T) {
 func TestEvictionRememberedAcrossRestart(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "evictions.json")
 	rt := newFakeRuntime()
-	avail := int64(50 << 20)
+	// No pressure until the test says so: the manager's own loop observes at once when it starts.
+	var avail atomic.Int64
+	avail.Store(1 << 33)
 	hard, _ := ParseThresholds("memory.available<100Mi", "")
 	evictCfg := func() *EvictionConfig {
 		return &EvictionConfig{
 			Hard: hard, Interval: time.Hour, Transition: time.Minute,
 			Observe: func() (map[Signal]Observation, error) {
-				return map[Signal]Observation{SignalMemoryAvailable: {avail, 1 << 34}}, nil
+				return map[Signal]Observation{SignalMemoryAvailable: {avail.Load(), 1 << 34}}, nil
 			},
 			Usage: func(p *corev1.Pod, _ Signal) (PodUsage, bool) { return PodUsage{Total: 10 << 20}, true },
 		}
@@ -100,6 +103,7 @@ func TestEvictionRememberedAcrossRestart(t *testing.T) {
 	m1, cancel1, done1 := start(evictCfg())
 	<-m1.Ready()
 	waitFor(t, "pods running", func() bool { return runningNow(m1) && podOf(m1, "uid-gone") != nil })
+	avail.Store(50 << 20)
 	var st PressureState
 	t0 := time.Now()
 	// Both pods rank alike: evict until uid-be is down (at most two rounds).
@@ -124,7 +128,7 @@ func TestEvictionRememberedAcrossRestart(t *testing.T) {
 	}
 	// Pressure gone, backoff passed (the first eviction: one interval): it runs again, and the
 	// count is kept so that a next eviction backs off longer.
-	avail = 1 << 33
+	avail.Store(1 << 33)
 	var st2 PressureState
 	m2.evictOnce(t.Context(), &st2, time.Minute, 10*time.Second, time.Now().Add(11*time.Second))
 	waitFor(t, "uid-be running again", func() bool { return runningNow(m2) })

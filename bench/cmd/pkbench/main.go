@@ -29,6 +29,7 @@ type options struct {
 	footprint int           // batch size of the footprint and reaction sections
 	window    time.Duration // idle CPU window
 	kills     int           // reaction samples
+	liveKills int           // liveness failure samples
 	out       string
 	kubelet   string // kubelet binary
 	conform   bool   // run the differential check against the kubelet instead of the benchmark
@@ -50,11 +51,11 @@ func parseOptions() options {
 	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.Parse()
-	o.runs, o.window, o.kills = 50, 60*time.Second, 30
+	o.runs, o.window, o.kills, o.liveKills = 50, 60*time.Second, 30, 10
 	o.sizes = []int{10, 110, 300}
 	o.footprint = 110
 	if o.quick {
-		o.runs, o.window, o.kills = 8, 10*time.Second, 5
+		o.runs, o.window, o.kills, o.liveKills = 8, 10*time.Second, 5, 3
 		o.sizes = []int{5, 20}
 		o.footprint = 20
 	}
@@ -139,6 +140,7 @@ func run(o options) error {
 		return err
 	}
 	defer pk.Close()
+	pk.ctrdPID = ctrdPID
 	floor, err := newFloor(env.Address, "pkbench-floor", false)
 	if err != nil {
 		return err
@@ -234,6 +236,13 @@ func run(o options) error {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
 			}
 			r.batches = append(r.batches, b)
+			r.writePartial(o)
+		}
+	}
+	// 6. Probes: podkeeper and the kubelet probing the same pods.
+	for i, rn := range runners {
+		if t, ok := rn.(probeTarget); ok {
+			r.probes = append(r.probes, measureProbes(ctx, t, o.footprint, o.liveKills, 21000+i*1000, o.window))
 			r.writePartial(o)
 		}
 	}

@@ -48,6 +48,7 @@ type podkeeperRunner struct {
 	cmd                                    *exec.Cmd
 	api                                    *api.Client
 	rt                                     *pkruntime.Runtime
+	ctrdPID                                int // the containerd it uses (the benchmark's)
 }
 
 func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (*podkeeperRunner, error) {

@@ -63,6 +63,7 @@ type results struct {
 	single, singleDown        map[string]sample
 	batches                   []batch
 	reaction, kubeletReaction reaction
+	probes                    []probeResult
 	peers                     []peer
 	notes                     []string
 	finished                  time.Time
@@ -185,7 +186,7 @@ func (r *results) markdown() string {
 	row("idle CPU: its containerd (reference)", func(c colT) string { return fmt.Sprintf("%.2f%%", c.b.cpu.container*100) })
 	row(fmt.Sprintf("its containerd's RSS (reference; podkeeper's idle before any pod: %s)", mib(r.containerdIdle.RSS)), func(c colT) string { return mib(c.b.containerd.RSS) })
 	w("\nThe kubelet has its own containerd (with the CRI plugin); podman uses none (its column's containerd figures are those of the idle containerd beside it).\n")
-	w("\nThe sleepers' own processes (and podkeeper's pause processes, ~0.3 MB each) are not counted. Readiness probes (110 httpGet at 1 s) are not measured yet: podkeeper has no probes in this tree.\n")
+	w("\nThe sleepers' own processes (and podkeeper's pause processes, ~0.3 MB each) are not counted. With probes: section 6.\n")
 
 	w("\n## 3. Reaction: container killed -> replacement running\n\n")
 	w("SIGKILL of the app container of %d different running pods (one at a time; %d pods running).\n\n", len(r.reaction.exitToStart), o.footprint)
@@ -197,7 +198,11 @@ func (r *results) markdown() string {
 		w("| kubelet: SIGKILL -> /pods shows Running, restartCount 1 | %s |\n", r.kubeletReaction.killToAPI.summary(true))
 	}
 	w("| reference: floor create+start of one container | %s |\n", r.single[floorName].summary(true))
-	w("\nLiveness failure -> restart is not measured yet (no probes in this tree).\n")
+	for _, p := range r.probes {
+		if len(p.liveness) > 0 {
+			w("| %s: liveness failure (its httpd killed) -> Running, restartCount 1 (httpGet every 1 s, failureThreshold 1) | %s |\n", p.runner, p.liveness.summary(true))
+		}
+	}
 
 	w("\n## 4. Teardown: all pods removed -> all gone\n\npodkeeper: manifests deleted -> the API lists no pod and containerd holds no container of its namespace (SIGTERM, the sleeper exits at once). Floor: SIGTERM, wait, delete task and container with its snapshot, all at once.\n\n")
 	w("| pods | %s | podkeeper vs floor |\n|---|", strings.Join(names, " | "))
@@ -228,6 +233,8 @@ func (r *results) markdown() string {
 		w("| %d | %s | %s | %s | %s | %s | %s | %s |\n", n, ms(pb.start), ms(pb.start/time.Duration(n)), ms(fb.start), ms(fb.start/time.Duration(n)),
 			mib(pb.agent.RSS), perPod(pb.agent.RSS-r.agentIdle.RSS, n), perPod(pb.shimMem.PSS, n))
 	}
+
+	r.probesSection(w)
 
 	w("\n## Peers\n\n")
 	for _, p := range r.peers {
@@ -313,3 +320,44 @@ const analysis = `### Why a target is missed, and what would reach it
   made the shims and containerd the largest idle cost beside podkeeper). What remains in the
   shims' column is their own idle cost plus one state call per container per 30 s.
 `
+
+// probesSection is section 6: the footprint with every pod probed, podkeeper beside the kubelet.
+func (r *results) probesSection(w func(string, ...any)) {
+	if len(r.probes) == 0 {
+		return
+	}
+	o := r.opts
+	w("\n## 6. Footprint with %d readiness probes (httpGet every 1 s)\n\n", o.footprint)
+	w("Each pod: busybox httpd on its own 127.0.0.1 port (hostNetwork) and an httpGet readiness probe every second; the same manifests under each agent, one agent at a time. Liveness (section 3): %d pods with an httpGet liveness probe (every 1 s, failureThreshold 1) whose httpd is killed, one at a time.\n\n", o.liveKills)
+	w("| |")
+	for _, p := range r.probes {
+		w(" %s |", p.runner)
+	}
+	w("\n|---|")
+	for range r.probes {
+		w("---|")
+	}
+	w("\n")
+	row := func(label string, f func(p probeResult) string) {
+		w("| %s |", label)
+		for _, p := range r.probes {
+			if p.err != "" {
+				w(" not measured: %s |", p.err)
+				continue
+			}
+			w(" %s |", f(p))
+		}
+		w("\n")
+	}
+	row("manifests written -> all Ready", func(p probeResult) string { return ms(p.ready) })
+	row("agent RSS / Pss", func(p probeResult) string { return fmt.Sprintf("%s / %s", mib(p.agent.RSS), mib(p.agent.PSS)) })
+	row(fmt.Sprintf("CPU over %v: agent (%% of a core)", o.window), func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.agent*100) })
+	row("CPU: shims (all)", func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.shims*100) })
+	row("CPU: its containerd", func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.container*100) })
+	row("agent CPU per probe", func(p probeResult) string {
+		if p.n == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f µs of CPU per probe", p.cpu.agent*1e6/float64(p.n))
+	})
+}
