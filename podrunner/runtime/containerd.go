@@ -333,6 +333,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 // CreateSandbox implements podrunner.Runtime.
 func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (podrunner.ContainerRecord, error) {
 	ctx = r.ctx(ctx)
+	t0 := time.Now()
 	id := sandboxIDFor(string(pod.UID), attempt)
 	labels := r.baseLabels(pod, podrunner.KindSandbox, "", attempt)
 	opts := []oci.SpecOpts{
@@ -350,38 +351,73 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	opts = append(opts, cgOpts...)
-	netOpts, undoNet, err := r.prepareSandbox(ctx, id, pod, labels)
+	netOpts, attach, undoNet, err := r.prepareSandbox(ctx, id, pod, labels)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	opts = append(opts, netOpts...)
+	tNet := time.Now()
+	// CNI ADD runs while the sandbox's container and task are created and started (it needs only
+	// the pinned namespace); everything below waits for it before it returns or undoes.
+	var ips []string
+	var attachErr error
+	attached := make(chan struct{})
+	if attach != nil {
+		go func() { defer close(attached); ips, attachErr = attach() }()
+	} else {
+		close(attached)
+	}
+	fail := func(c containerd.Container, task containerd.Task, err error) (podrunner.ContainerRecord, error) {
+		<-attached
+		if task != nil {
+			_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		}
+		if c != nil {
+			_ = c.Delete(ctx)
+		}
+		undoNet()
+		return podrunner.ContainerRecord{}, err
+	}
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithContainerLabels(labels),
 		containerd.WithRuntime("io.containerd.runc.v2", r.runcOptions()),
 		containerd.WithNewSpec(opts...),
 	)
 	if err != nil {
-		undoNet()
-		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		return fail(nil, nil, fmt.Errorf("create sandbox %s: %w", id, err))
 	}
 	r.remember(id, string(pod.UID))
+	tCreate := time.Now()
 	task, err := c.NewTask(ctx, cio.NullIO)
 	if err != nil {
-		_ = c.Delete(ctx)
-		undoNet()
-		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox task %s: %w", id, err)
+		return fail(c, nil, fmt.Errorf("create sandbox task %s: %w", id, err))
 	}
+	tTask := time.Now()
 	if err := task.Start(ctx); err != nil {
-		_, _ = task.Delete(ctx, containerd.WithProcessKill)
-		_ = c.Delete(ctx)
-		undoNet()
-		return podrunner.ContainerRecord{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return fail(c, task, fmt.Errorf("start sandbox %s: %w", id, err))
+	}
+	tStart := time.Now()
+	<-attached
+	if attachErr != nil {
+		return fail(c, task, fmt.Errorf("create sandbox %s: %w", id, attachErr))
+	}
+	if ips != nil {
+		// A sandbox listed with a namespace but no IPs never finished its network (see
+		// ListContainers): the IPs are recorded last.
+		labels[LabelPodIPs] = strings.Join(ips, ",")
+		if _, err := c.SetLabels(ctx, map[string]string{LabelPodIPs: labels[LabelPodIPs]}); err != nil {
+			return fail(c, task, fmt.Errorf("record the IPs of sandbox %s: %w", id, err))
+		}
 	}
 	if !pod.Spec.HostNetwork && r.net == nil {
 		if err := loopbackUp(task.Pid()); err != nil {
 			r.log.Warn("could not bring up loopback in pod network namespace", "pod", pod.Name, "err", err)
 		}
 	}
+	r.log.Debug("sandbox started", "pod", pod.Namespace+"/"+pod.Name, "id", id,
+		"prepare", tNet.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tNet).Round(time.Millisecond),
+		"task", tTask.Sub(tCreate).Round(time.Millisecond), "start", tStart.Sub(tTask).Round(time.Millisecond),
+		"networkWait", time.Since(tStart).Round(time.Millisecond))
 	rec := recordFromLabels(id, labels)
 	rec.State = podrunner.StateRunning
 	rec.TaskPresent = true
@@ -933,6 +969,11 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 			rec.State = podrunner.StateExited
 		} else {
 			rec.State = podrunner.StateCreated
+		}
+		if networkUnfinished(c.Labels) && rec.State == podrunner.StateRunning {
+			// The agent died between the sandbox's start and its CNI ADD's end: its network is
+			// not to be trusted; the worker replaces the sandbox (and releases the network).
+			rec.State = podrunner.StateUnknown
 		}
 		out = append(out, rec)
 	}

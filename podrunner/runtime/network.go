@@ -316,22 +316,31 @@ func (n *podNetwork) netnsPath(sandboxID string) string {
 
 func (n *podNetwork) netnsPrefix() string { return "pk-" + n.ns + "-" }
 
-// setup creates the sandbox's pinned network namespace and attaches it to the CNI network. It
-// returns the namespace path and the pod's IPs. On failure nothing is left behind.
-func (n *podNetwork) setup(ctx context.Context, sandboxID string, pod *corev1.Pod) (string, []string, error) {
-	c, err := n.load()
-	if err != nil {
-		return "", nil, err
+// pin creates the sandbox's pinned network namespace (releasing one a crash left behind).
+func (n *podNetwork) pin(ctx context.Context, sandboxID string) (string, error) {
+	if _, err := n.load(); err != nil {
+		return "", err
 	}
 	path := n.netnsPath(sandboxID)
 	if _, err := os.Stat(path); err == nil {
 		// Left by a crash between setup and the sandbox's creation: release it first.
 		if err := n.teardown(ctx, sandboxID, path, cachedPortMappings(sandboxID)); err != nil {
-			return "", nil, fmt.Errorf("release leftover network of %s: %w", sandboxID, err)
+			return "", fmt.Errorf("release leftover network of %s: %w", sandboxID, err)
 		}
 	}
 	if err := pinNewNetns(path); err != nil {
-		return "", nil, fmt.Errorf("create network namespace: %w", err)
+		return "", fmt.Errorf("create network namespace: %w", err)
+	}
+	return path, nil
+}
+
+// attach runs CNI ADD for the sandbox in the pinned namespace path and returns the pod's IPs. On
+// failure the network is torn down (the namespace removed) before it returns.
+func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *corev1.Pod) ([]string, error) {
+	c, err := n.load()
+	if err != nil {
+		_ = removePinnedNetns(path)
+		return nil, err
 	}
 	ports := PortMappings(pod)
 	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
@@ -339,14 +348,14 @@ func (n *podNetwork) setup(ctx context.Context, sandboxID string, pod *corev1.Po
 		if derr := n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports); derr != nil {
 			n.log.Warn("undo failed CNI setup", "sandbox", sandboxID, "err", derr)
 		}
-		return "", nil, fmt.Errorf("CNI setup of pod network: %w", err)
+		return nil, fmt.Errorf("CNI setup of pod network: %w", err)
 	}
 	ips := resultIPs(res)
 	if len(ips) == 0 {
 		_ = n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports)
-		return "", nil, errors.New("CNI setup of pod network: the plugins gave the pod no IP address")
+		return nil, errors.New("CNI setup of pod network: the plugins gave the pod no IP address")
 	}
-	return path, ips, nil
+	return ips, nil
 }
 
 // teardown detaches the sandbox from the CNI network (CNI DEL) and removes its pinned namespace.

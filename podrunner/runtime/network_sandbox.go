@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -18,23 +17,23 @@ import (
 // prepareSandbox makes what a sandbox about to be created holds besides its process: the pod's
 // /dev/shm (see podShmOpts) and its network (sandboxNetwork), recorded in labels. It returns the
 // spec options for the pause process and an undo for when the sandbox cannot be created.
-func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func(), error) {
+func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func() ([]string, error), func(), error) {
 	var shm string
 	if !pod.Spec.HostIPC {
 		shm = sandboxShmPath(r.cfg.RootDir, string(pod.UID), id)
 		if err := mountSandboxShm(shm); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		labels[LabelShm] = shm
 	}
-	opts, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
+	opts, attach, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
 	if err != nil {
 		if shm != "" {
 			_ = unmountSandboxShm(shm)
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return opts, func() {
+	return opts, attach, func() {
 		undoNet()
 		if shm != "" {
 			_ = unmountSandboxShm(shm)
@@ -42,30 +41,43 @@ func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod
 	}, nil
 }
 
-// sandboxNetwork sets up the pod network of a sandbox about to be created (nothing for
-// hostNetwork pods or without CNI), records it in labels, and returns the spec options that put
-// the pause process into it and an undo for when the sandbox cannot be created.
-func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func(), error) {
+// sandboxNetwork prepares the pod network of a sandbox about to be created (nothing for
+// hostNetwork pods or without CNI): it pins the network namespace, records it in labels, and
+// returns the spec options that put the pause process into it, attach, which runs CNI ADD and
+// returns the pod's IPs (nil when there is nothing to attach), and an undo for when the sandbox
+// cannot be created (call it only once attach, if started, has returned). CNI ADD needs only the
+// namespace, not the pause process: CreateSandbox runs it while the sandbox's task is created
+// and started, and returns once both are done, so no app container starts before its network
+// is configured.
+func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func() ([]string, error), func(), error) {
 	if pod.Spec.HostNetwork || r.net == nil {
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
-	path, ips, err := r.net.setup(ctx, id, pod)
+	path, err := r.net.pin(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	labels[LabelNetns] = path
-	labels[LabelPodIPs] = strings.Join(ips, ",")
 	ports := PortMappings(pod)
 	if pm := encodePortMappings(ports); pm != "" && len(pm) < 3500 { // containerd caps a label at 4 KiB; libcni's cache has them too
-
 		labels[LabelPortMappings] = pm
 	}
+	attached := false
+	attach := func() ([]string, error) {
+		ips, err := r.net.attach(ctx, id, path, pod)
+		attached = err == nil
+		return ips, err
+	}
 	undo := func() {
+		if !attached {
+			_ = removePinnedNetns(path) // attach failed (and cleaned up) or never ran
+			return
+		}
 		if err := r.net.teardown(context.WithoutCancel(ctx), id, path, ports); err != nil {
 			r.log.Warn("release network of a sandbox that could not start", "sandbox", id, "err", err)
 		}
 	}
-	return []oci.SpecOpts{oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: path})}, undo, nil
+	return []oci.SpecOpts{oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: path})}, attach, undo, nil
 }
 
 // releaseSandboxNetwork tears down the pod network of sandbox c (CNI DEL, then the pinned
@@ -170,4 +182,11 @@ func withHostDevShm(_ context.Context, _ oci.Client, _ *containers.Container, s 
 	}
 	s.Mounts = append(s.Mounts, shm)
 	return nil
+}
+
+// networkUnfinished says whether a sandbox's labels show a pinned namespace whose CNI ADD never
+// completed (no IPs recorded, not released).
+func networkUnfinished(labels map[string]string) bool {
+	return podrunner.ContainerKind(labels[LabelKind]) == podrunner.KindSandbox && labels[LabelNetns] != "" &&
+		labels[LabelPodIPs] == "" && labels[LabelNetworkReleased] != "true"
 }
