@@ -97,6 +97,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.gcNetworks(ctx)
+	r.repairNetworks(ctx)
 	go r.watchExits(ctx)
 	return r, nil
 }
@@ -478,7 +479,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("open log %s: %w", req.LogPath, err))
 	}
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr")), cio.WithFIFODir(r.fifoDir())))
+	task, err := c.NewTask(ctx, logCreator(r.fifoDir(), tio.stream("stdout"), tio.stream("stderr")))
 	if err != nil {
 		tio.close()
 		if interruptedCreate(err) {
@@ -1020,7 +1021,7 @@ func (r *Runtime) ensureAttached(ctx context.Context, id, logPath string) {
 		r.log.Warn("cannot reopen container log", "container", id, "err", err)
 		return
 	}
-	task, err := c.Task(ctx, cio.NewAttach(cio.WithStreams(nil, tio.stream("stdout"), tio.stream("stderr"))))
+	task, err := c.Task(ctx, logAttach(tio.stream("stdout"), tio.stream("stderr")))
 	if err != nil {
 		tio.close()
 		r.log.Warn("cannot re-attach to container output", "container", id, "err", err)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -10,6 +11,8 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podkeeper/podkeeper/podrunner"
 )
@@ -127,6 +130,46 @@ func (r *Runtime) gcNetworks(ctx context.Context) {
 		}
 		return err == nil, err
 	})
+}
+
+// repairNetworks finishes the network of running sandboxes whose CNI ADD the agent did not see
+// end (it died while the sandbox's task was starting): CNI DEL, then ADD again into the same
+// pinned namespace, and the IPs recorded, so that the pod and its task are adopted as they are.
+// A sandbox whose repair fails stays unfinished: ListContainers reports it not running and its
+// worker replaces it. Run once at agent start, before any worker.
+func (r *Runtime) repairNetworks(ctx context.Context) {
+	if r.net == nil {
+		return
+	}
+	ctx = r.ctx(ctx)
+	cs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q==%q", LabelKind, string(podrunner.KindSandbox)))
+	if err != nil {
+		r.log.Warn("repair sandbox networks: list sandboxes", "err", err)
+		return
+	}
+	for _, c := range cs {
+		labels, err := c.Labels(ctx)
+		if err != nil || !networkUnfinished(labels) {
+			continue
+		}
+		t, err := c.Task(ctx, nil)
+		if err != nil {
+			continue
+		}
+		if st, err := t.Status(ctx); err != nil || st.Status != containerd.Running {
+			continue
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: types.UID(labels[LabelPodUID])}}
+		ips, err := r.net.reattach(ctx, c.ID(), labels[LabelNetns], pod, decodePortMappings(labels[LabelPortMappings]))
+		if err == nil {
+			_, err = c.SetLabels(ctx, map[string]string{LabelPodIPs: strings.Join(ips, ",")})
+		}
+		if err != nil {
+			r.log.Warn("repair the network of a sandbox started before a crash; it will be replaced", "sandbox", c.ID(), "err", err)
+			continue
+		}
+		r.log.Info("repaired the network of a sandbox started before a crash", "sandbox", c.ID(), "ips", ips)
+	}
 }
 
 // sandboxNamespaceOpts are the pause process's PID and IPC namespaces: the host's for hostPID /
