@@ -218,6 +218,7 @@ func run(o options) error {
 			if n == o.footprint && rn != runner(ctrOnly(runners)) {
 				log.Printf("%s: idle CPU over %v", rn.Name(), o.window)
 				b.cpu = measureCPU(o.window, rn.AgentPIDs(), shims, cpid)
+				b.agentAfter = sumMem(rn.AgentPIDs())
 				if rn == runner(pk) {
 					log.Printf("podkeeper: reaction, %d kills", o.kills)
 					r.reaction, err = measureReaction(ctx, pk, o.kills)
