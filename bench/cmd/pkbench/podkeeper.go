@@ -72,7 +72,8 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 	}
 	p.cmd = exec.Command(p.bin, "run", "--manifest-dir", p.manifests, "--root-dir", filepath.Join(dir, "root"),
 		"--log-dir", filepath.Join(dir, "logs"), "--containerd-address", address, "--containerd-namespace", ns,
-		"--node-name", nodeName, "--api-socket", p.sock, "--log-format", "text", "--log-level", "warn")
+		"--node-name", nodeName, "--api-socket", p.sock, "--log-format", "text", "--log-level", "warn",
+		"--max-pods", "400") // as the kubelet's maxPods here: the scaling row starts 300 pods
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
