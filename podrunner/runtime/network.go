@@ -227,26 +227,6 @@ type podNetwork struct {
 	mu    sync.Mutex
 	cni   gocni.CNI
 	stamp string // what the config dir looked like when cni was loaded
-	// ops bounds the CNI operations (ADD, DEL) running at once. The plugins serialise on
-	// host-local's lock and the xtables lock (iptables -w polls it once a second), so hundreds
-	// of pods starting at once, each execing its plugin chain, mostly waited for those locks:
-	// 300 pods took 187 s to start here, most of it in lock waits. Measured on this 2-core
-	// machine, 300 pods at once: 173 s with 8 at a time, 101 s with 4, 114 s with 2.
-	ops chan struct{}
-}
-
-// cniParallel is how many CNI operations run at once.
-const cniParallel = 4
-
-// op runs f with one of the CNI operation slots (or returns when ctx ends first).
-func (n *podNetwork) op(ctx context.Context, f func() error) error {
-	select {
-	case n.ops <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-n.ops }()
-	return f()
 }
 
 func newPodNetwork(cfg NetworkConfig, containerdNS string, log *slog.Logger) (*podNetwork, error) {
@@ -259,7 +239,7 @@ func newPodNetwork(cfg NetworkConfig, containerdNS string, log *slog.Logger) (*p
 	if _, err := DefaultConflist(cfg.Default); err != nil {
 		return nil, fmt.Errorf("default pod network: %w", err)
 	}
-	n := &podNetwork{cfg: cfg, ns: containerdNS, log: log, ops: make(chan struct{}, cniParallel)}
+	n := &podNetwork{cfg: cfg, ns: containerdNS, log: log}
 	if _, err := n.load(); err != nil {
 		// A broken user config must not stop the agent (running pods are adopted and kept):
 		// sandboxes fail with this error until it is fixed, and the dir is re-read each time.
@@ -363,11 +343,7 @@ func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *co
 		return nil, err
 	}
 	ports := PortMappings(pod)
-	var res *gocni.Result
-	err = n.op(ctx, func() (err error) {
-		res, err = c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
-		return err
-	})
+	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
 	if err != nil {
 		if derr := n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports); derr != nil {
 			n.log.Warn("undo failed CNI setup", "sandbox", sandboxID, "err", derr)
@@ -389,14 +365,10 @@ func (n *podNetwork) reattach(ctx context.Context, sandboxID, path string, pod *
 	if err != nil {
 		return nil, err
 	}
-	if err := n.op(ctx, func() error { return c.Remove(ctx, sandboxID, path, n.nsOpts(sandboxID, nil, ports)...) }); err != nil {
+	if err := c.Remove(ctx, sandboxID, path, n.nsOpts(sandboxID, nil, ports)...); err != nil {
 		return nil, fmt.Errorf("CNI teardown before re-attaching: %w", err)
 	}
-	var res *gocni.Result
-	err = n.op(ctx, func() (err error) {
-		res, err = c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
-		return err
-	})
+	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
 	if err != nil {
 		return nil, fmt.Errorf("CNI setup of pod network: %w", err)
 	}
@@ -420,7 +392,7 @@ func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports
 	if path == "" || !isNetns(path) {
 		nsPath = ""
 	}
-	if err := n.op(ctx, func() error { return c.Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...) }); err != nil {
+	if err := c.Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
 		return fmt.Errorf("CNI teardown of pod network: %w", err)
 	}
 	if path != "" {
