@@ -358,7 +358,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	opts = append(opts, netOpts...)
 	tNet := time.Now()
-	// CNI ADD runs while the sandbox's container and task are created and started (it needs only
+	// CNI ADD runs while the sandbox's container and task are created (it needs only
 	// the pinned namespace); everything below waits for it before it returns or undoes.
 	var ips []string
 	var attachErr error
@@ -394,21 +394,21 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return fail(c, nil, fmt.Errorf("create sandbox task %s: %w", id, err))
 	}
 	tTask := time.Now()
-	if err := task.Start(ctx); err != nil {
-		return fail(c, task, fmt.Errorf("start sandbox %s: %w", id, err))
-	}
-	tStart := time.Now()
+	// The pause process starts only once its network is complete: a sandbox that runs always
+	// has its IPs recorded (an agent killed before leaves a created task, which is replaced).
 	<-attached
+	tNetDone := time.Now()
 	if attachErr != nil {
 		return fail(c, task, fmt.Errorf("create sandbox %s: %w", id, attachErr))
 	}
 	if ips != nil {
-		// A sandbox listed with a namespace but no IPs never finished its network (see
-		// ListContainers): the IPs are recorded last.
 		labels[LabelPodIPs] = strings.Join(ips, ",")
 		if _, err := c.SetLabels(ctx, map[string]string{LabelPodIPs: labels[LabelPodIPs]}); err != nil {
 			return fail(c, task, fmt.Errorf("record the IPs of sandbox %s: %w", id, err))
 		}
+	}
+	if err := task.Start(ctx); err != nil {
+		return fail(c, task, fmt.Errorf("start sandbox %s: %w", id, err))
 	}
 	if !pod.Spec.HostNetwork && r.net == nil {
 		if err := loopbackUp(task.Pid()); err != nil {
@@ -417,8 +417,8 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	r.log.Debug("sandbox started", "pod", pod.Namespace+"/"+pod.Name, "id", id,
 		"prepare", tNet.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tNet).Round(time.Millisecond),
-		"task", tTask.Sub(tCreate).Round(time.Millisecond), "start", tStart.Sub(tTask).Round(time.Millisecond),
-		"networkWait", time.Since(tStart).Round(time.Millisecond))
+		"task", tTask.Sub(tCreate).Round(time.Millisecond), "networkWait", tNetDone.Sub(tTask).Round(time.Millisecond),
+		"start", time.Since(tNetDone).Round(time.Millisecond))
 	rec := recordFromLabels(id, labels)
 	rec.State = podrunner.StateRunning
 	rec.TaskPresent = true

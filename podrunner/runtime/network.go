@@ -366,7 +366,9 @@ func (n *podNetwork) reattach(ctx context.Context, sandboxID, path string, pod *
 		return nil, err
 	}
 	if err := c.Remove(ctx, sandboxID, path, n.nsOpts(sandboxID, nil, ports)...); err != nil {
-		return nil, fmt.Errorf("CNI teardown before re-attaching: %w", err)
+		// A half-done ADD leaves a half of what DEL removes (the bridge plugin fails on the
+		// masquerade rule it never made, after it released the IP and the veth): try the ADD.
+		n.log.Info("CNI DEL before re-attaching failed; adding again", "sandbox", sandboxID, "err", err)
 	}
 	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
 	if err != nil {

@@ -50,7 +50,7 @@ func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod
 // returns the pod's IPs (nil when there is nothing to attach), and an undo for when the sandbox
 // cannot be created (call it only once attach, if started, has returned). CNI ADD needs only the
 // namespace, not the pause process: CreateSandbox runs it while the sandbox's task is created
-// and started, and returns once both are done, so no app container starts before its network
+// (runc create), and starts the pause process only once it is done, so no app container (nor the sandbox) runs before its network
 // is configured.
 func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func() ([]string, error), func(), error) {
 	if pod.Spec.HostNetwork || r.net == nil {
