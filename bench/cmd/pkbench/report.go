@@ -301,8 +301,9 @@ const analysis = `### Why a target is missed, and what would reach it
   write after 200 ms of quiet, so that an editor's save sequence is one change), the pod network
   (CNI ADD of bridge, host-local, portmap and loopback: ~90 ms of plugin execs here), and
   bookkeeping round trips to containerd (image lookup, labels) and the local API poll. CNI ADD now
-  runs while the sandbox's task is created and started (it needs only the pinned namespace), which
-  took about 90 ms off every pod start; the debug log line "sandbox started" gives the split. The
+  runs while the sandbox's container and task are created (it needs only the pinned namespace;
+  the pause process starts once it is done), which took about 80 ms off every pod start; the
+  debug log line "sandbox started" gives the split. The
   floor's 1.15x cannot be reached while a pod has a sandbox, since that alone is a second
   create+start; what would get closer: preparing the container's snapshot and spec while the
   sandbox starts, so that only the container's task waits for the sandbox's PID. The kubelet
