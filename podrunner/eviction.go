@@ -138,17 +138,24 @@ type Candidate struct {
 	Request int64 // the pod's request of that resource (memory requests for memory.available)
 }
 
-// RequestFor is what pod requests of the resource signal s measures: memory requests for
-// memory.available, ephemeral-storage requests for nodefs/imagefs.available, nothing for inodes
-// and processes (Kubernetes has no request for them).
-func RequestFor(pod *corev1.Pod, s Signal) int64 {
-	var name corev1.ResourceName
+// requestedResource is the resource pods request of what signal s measures: memory for
+// memory.available, ephemeral-storage for nodefs/imagefs.available; "" for inodes and processes
+// (Kubernetes has no request for them).
+func requestedResource(s Signal) corev1.ResourceName {
 	switch s {
 	case SignalMemoryAvailable:
-		name = corev1.ResourceMemory
+		return corev1.ResourceMemory
 	case SignalNodeFsAvailable, SignalImageFsAvailable:
-		name = corev1.ResourceEphemeralStorage
-	default:
+		return corev1.ResourceEphemeralStorage
+	}
+	return ""
+}
+
+// RequestFor is what pod requests of the resource signal s measures (requestedResource); 0 when
+// nothing can be requested.
+func RequestFor(pod *corev1.Pod, s Signal) int64 {
+	name := requestedResource(s)
+	if name == "" {
 		return 0
 	}
 	q := PodRequests(pod)[name]

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podkeeper/podkeeper/internal/atomicfile"
 )
 
 // Evictions survive an agent restart: the evicted pods and the eviction counts are written to
@@ -32,7 +33,8 @@ type evictionFile struct {
 	Pods []savedEviction `json:"pods"`
 }
 
-// encodeEvictions is the state file's content for the marks and counts (pure).
+// encodeEvictions is the state file's content for the marks and counts (pure). Every evicted pod
+// has a count (the manager sets both together).
 func encodeEvictions(marks map[types.UID]*evictMark, counts map[types.UID]int) ([]byte, error) {
 	f := evictionFile{Pods: []savedEviction{}}
 	for uid, n := range counts {
@@ -41,11 +43,6 @@ func encodeEvictions(marks map[types.UID]*evictMark, counts map[types.UID]int) (
 			s.Evicted, s.Message, s.Condition, s.At = true, mk.message, mk.cond, mk.at
 		}
 		f.Pods = append(f.Pods, s)
-	}
-	for uid, mk := range marks {
-		if _, ok := counts[uid]; !ok && !mk.cleared {
-			f.Pods = append(f.Pods, savedEviction{UID: uid, Evictions: mk.evictions, Evicted: true, Message: mk.message, Condition: mk.cond, At: mk.at})
-		}
 	}
 	sort.Slice(f.Pods, func(i, j int) bool { return f.Pods[i].UID < f.Pods[j].UID })
 	return json.MarshalIndent(f, "", "  ")
@@ -141,32 +138,9 @@ func (m *Manager) saveEvictions() {
 	b, err := encodeEvictions(m.evicted, m.evictions)
 	m.mu.Unlock()
 	if err == nil {
-		err = writeFileAtomic(path, b)
+		err = atomicfile.Write(path, b)
 	}
 	if err != nil {
 		m.log.Warn("cannot save the eviction state", "file", path, "err", err)
 	}
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

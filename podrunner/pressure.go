@@ -117,13 +117,8 @@ func EvictionMessage(t Threshold, obs Observation, pod *corev1.Pod, u PodUsage) 
 	}
 	q := func(v int64) string { return resource.NewQuantity(v, format).String() }
 	msg := fmt.Sprintf("The node was low on resource: %s. Threshold quantity: %s, available: %s. ", res, q(t.Value(obs[1])), q(obs[0]))
-	var reqName corev1.ResourceName
-	switch t.Signal {
-	case SignalMemoryAvailable:
-		reqName = corev1.ResourceMemory
-	case SignalNodeFsAvailable, SignalImageFsAvailable:
-		reqName = corev1.ResourceEphemeralStorage
-	default:
+	reqName := requestedResource(t.Signal)
+	if reqName == "" {
 		return strings.TrimSpace(msg)
 	}
 	for _, c := range pod.Spec.Containers {

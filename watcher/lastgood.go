@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/podkeeper/podkeeper/internal/atomicfile"
 	"github.com/podkeeper/podkeeper/manifests"
 )
 
@@ -45,32 +46,9 @@ func (r *dirRun) saveLastGood(path string, data []byte) {
 }
 
 func writeLastGood(dir, path string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	dst := filepath.Join(dir, lastGoodName(path))
-	tmp, err := os.CreateTemp(dir, ".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
 	// The first line names the source, for a person looking at the directory.
-	if _, err := fmt.Fprintf(tmp, "# last good content of %s\n", path); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	content := append([]byte(fmt.Sprintf("# last good content of %s\n", path)), data...)
+	return atomicfile.Write(filepath.Join(dir, lastGoodName(path)), content)
 }
 
 // loadLastGood decodes path's stored copy, or returns nil when there is none or it does not

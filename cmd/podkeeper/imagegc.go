@@ -110,16 +110,9 @@ func (g *imageGC) loop(ctx context.Context) {
 	if g.every <= 0 {
 		g.every = 5 * time.Minute
 	}
-	t := time.NewTicker(g.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := g.run(ctx); err != nil {
-				g.log.Warn("image gc", "err", err)
-			}
+	every(ctx, g.every, func() {
+		if err := g.run(ctx); err != nil {
+			g.log.Warn("image gc", "err", err)
 		}
-	}
+	})
 }

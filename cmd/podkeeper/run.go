@@ -293,19 +293,13 @@ func runAgent(c *cli.Context) error {
 		go func() { defer wg.Done(); syncQOSLoop(ctx, cgroups, mgr, log) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); trimMemory(ctx, time.Minute) }()
+	// Unused heap back to the kernel every minute (a GC and a full scavenge: a few milliseconds
+	// of CPU with the agent's small heap); without it the Go runtime keeps what a burst (110 pods
+	// starting at once) grew, and returns it only slowly.
+	go func() { defer wg.Done(); every(ctx, time.Minute, debug.FreeOSMemory) }()
 	go func() { // tarballs dropped into <root-dir>/images
 		defer wg.Done()
-		t := time.NewTicker(c.Duration("resync"))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				rt.ImportDir(ctx)
-			}
-		}
+		every(ctx, c.Duration("resync"), func() { rt.ImportDir(ctx) })
 	}()
 	log.Info("podkeeper running", "node", node, "manifestDir", c.String("manifest-dir"), "api", c.String("api-socket"))
 	err = mgr.Run(ctx)
@@ -373,9 +367,7 @@ func syncQOSLoop(ctx context.Context, cg *cgroup.Manager, mgr *podrunner.Manager
 		return
 	case <-mgr.Ready():
 	}
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
+	sync := func() {
 		var live []*corev1.Pod
 		for _, p := range mgr.Pods() {
 			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -385,26 +377,21 @@ func syncQOSLoop(ctx context.Context, cg *cgroup.Manager, mgr *podrunner.Manager
 		if err := cg.SyncQOS(live); err != nil {
 			log.Warn("update the QoS cgroups", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
+	sync()
+	every(ctx, time.Minute, sync)
 }
 
-// trimMemory hands the heap the agent no longer uses back to the kernel every interval (a GC and
-// a full scavenge: a few milliseconds of CPU with the agent's small heap). Without it the Go
-// runtime keeps what a burst (110 pods starting at once) grew, and returns it only slowly.
-func trimMemory(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// every calls f every d until ctx ends (not at once).
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			debug.FreeOSMemory()
+			f()
 		}
 	}
 }

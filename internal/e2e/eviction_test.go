@@ -66,28 +66,14 @@ func TestEvictionMemoryPressure(t *testing.T) {
 	huge := memTotal(t) + 1<<30
 	a.extra = append(a.extra, "--eviction-hard", fmt.Sprintf("memory.available<%d", huge))
 	a.start()
-	evictedAt := map[string]time.Time{}
-	a.eventually(60*time.Second, "be and bu evicted", func() (bool, string) {
-		pods, err := a.pods()
-		if err != nil {
-			return false, err.Error()
+	evictedAt := a.waitEvicted(60*time.Second, "be and bu evicted", func(m map[string]time.Time) bool {
+		_, be := m["be"]
+		_, bu := m["bu"]
+		return be && bu
+	}, func(n string, p *corev1.Pod, _ bool) {
+		if !strings.HasPrefix(p.Status.Message, "The node was low on resource: memory. Threshold quantity: ") {
+			t.Errorf("%s: message %q", n, p.Status.Message)
 		}
-		var st []string
-		for _, p := range pods {
-			n := strings.TrimSuffix(p.Name, "-"+node)
-			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
-				if _, ok := evictedAt[n]; !ok {
-					evictedAt[n] = time.Now()
-				}
-				if !strings.HasPrefix(p.Status.Message, "The node was low on resource: memory. Threshold quantity: ") {
-					t.Errorf("%s: message %q", n, p.Status.Message)
-				}
-			}
-			st = append(st, n+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
-		}
-		_, be := evictedAt["be"]
-		_, bu := evictedAt["bu"]
-		return be && bu, strings.Join(st, " ")
 	})
 	if !evictedAt["be"].Before(evictedAt["bu"]) {
 		t.Errorf("bu evicted before be: %v", evictedAt)
@@ -250,31 +236,19 @@ func TestEvictionDiskPressureRemembered(t *testing.T) {
 	base := a.extra
 	a.extra = append(append([]string{}, base...), pressure...)
 	a.start()
-	evictedAt := map[string]time.Time{}
-	a.eventually(60*time.Second, "hog, small and req evicted", func() (bool, string) {
-		pods, err := a.pods()
-		if err != nil {
-			return false, err.Error()
-		}
-		var st []string
-		for _, p := range pods {
-			n := strings.TrimSuffix(p.Name, "-"+node)
-			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
-				if _, ok := evictedAt[n]; !ok {
-					evictedAt[n] = time.Now()
-					if !strings.HasPrefix(p.Status.Message, "The node was low on resource: ephemeral-storage. Threshold quantity: ") {
-						t.Errorf("%s: message %q", n, p.Status.Message)
-					}
-					t.Logf("%s evicted: %s", n, p.Status.Message)
-					if n == "hog" && !strings.Contains(p.Status.Message, "Container hog was using") {
-						t.Errorf("hog: message names no container: %q", p.Status.Message)
-					}
-				}
+	evictedAt := a.waitEvicted(60*time.Second, "hog, small and req evicted", func(m map[string]time.Time) bool { return len(m) >= 3 },
+		func(n string, p *corev1.Pod, first bool) {
+			if !first {
+				return
 			}
-			st = append(st, n+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
-		}
-		return len(evictedAt) >= 3, strings.Join(st, " ")
-	})
+			if !strings.HasPrefix(p.Status.Message, "The node was low on resource: ephemeral-storage. Threshold quantity: ") {
+				t.Errorf("%s: message %q", n, p.Status.Message)
+			}
+			t.Logf("%s evicted: %s", n, p.Status.Message)
+			if n == "hog" && !strings.Contains(p.Status.Message, "Container hog was using") {
+				t.Errorf("hog: message names no container: %q", p.Status.Message)
+			}
+		})
 	if _, ok := evictedAt["crit"]; ok {
 		t.Fatalf("critical pod evicted: %v", evictedAt)
 	}
@@ -378,4 +352,32 @@ func logTime(t *testing.T, before string) time.Time {
 		t.Fatalf("log time %q: %v", v, err)
 	}
 	return ts
+}
+
+// waitEvicted polls the pods until done says so of the pods seen Failed/Evicted so far (name
+// without the node suffix -> when first seen so), calling seen for every such pod at every poll
+// (first: the poll that first saw it). It returns the times.
+func (a *agent) waitEvicted(timeout time.Duration, what string, done func(map[string]time.Time) bool, seen func(name string, p *corev1.Pod, first bool)) map[string]time.Time {
+	evictedAt := map[string]time.Time{}
+	a.eventually(timeout, what, func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		for i := range pods {
+			p := &pods[i]
+			n := strings.TrimSuffix(p.Name, "-"+node)
+			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
+				_, had := evictedAt[n]
+				if !had {
+					evictedAt[n] = time.Now()
+				}
+				seen(n, p, !had)
+			}
+			st = append(st, n+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
+		}
+		return done(evictedAt), strings.Join(st, " ")
+	})
+	return evictedAt
 }

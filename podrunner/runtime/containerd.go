@@ -97,7 +97,6 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.gcNetworks(ctx)
-	r.repairNetworks(ctx)
 	go r.watchExits(ctx)
 	return r, nil
 }
@@ -970,11 +969,6 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 			rec.State = podrunner.StateExited
 		} else {
 			rec.State = podrunner.StateCreated
-		}
-		if networkUnfinished(c.Labels) && rec.State == podrunner.StateRunning {
-			// The agent died between the sandbox's start and its CNI ADD's end: its network is
-			// not to be trusted; the worker replaces the sandbox (and releases the network).
-			rec.State = podrunner.StateUnknown
 		}
 		out = append(out, rec)
 	}

@@ -36,29 +36,3 @@ func TestDirUsage(t *testing.T) {
 		t.Errorf("missing dir: %+v, %v", u, err)
 	}
 }
-
-// A sandbox with a pinned namespace but no IPs (the agent died during its CNI ADD) is not to be
-// trusted; with IPs, released, without a namespace (hostNetwork), or not a sandbox, it is.
-func TestNetworkUnfinished(t *testing.T) {
-	sb := func(kv ...string) map[string]string {
-		l := map[string]string{LabelKind: "sandbox"}
-		for i := 0; i+1 < len(kv); i += 2 {
-			l[kv[i]] = kv[i+1]
-		}
-		return l
-	}
-	for _, tc := range []struct {
-		labels map[string]string
-		want   bool
-	}{
-		{sb(LabelNetns, "/run/netns/x"), true},
-		{sb(LabelNetns, "/run/netns/x", LabelPodIPs, "10.88.0.5"), false},
-		{sb(LabelNetns, "/run/netns/x", LabelNetworkReleased, "true"), false},
-		{sb(), false},
-		{map[string]string{LabelKind: "app", LabelNetns: "/run/netns/x"}, false},
-	} {
-		if got := networkUnfinished(tc.labels); got != tc.want {
-			t.Errorf("networkUnfinished(%v) = %v, want %v", tc.labels, got, tc.want)
-		}
-	}
-}

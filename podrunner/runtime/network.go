@@ -358,29 +358,6 @@ func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *co
 	return ips, nil
 }
 
-// reattach runs CNI DEL and then ADD again for a sandbox whose namespace path is pinned and in
-// use (an ADD whose end nobody saw), with the hostPort mappings it was created with.
-func (n *podNetwork) reattach(ctx context.Context, sandboxID, path string, pod *corev1.Pod, ports []gocni.PortMapping) ([]string, error) {
-	c, err := n.load()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Remove(ctx, sandboxID, path, n.nsOpts(sandboxID, nil, ports)...); err != nil {
-		// A half-done ADD leaves a half of what DEL removes (the bridge plugin fails on the
-		// masquerade rule it never made, after it released the IP and the veth): try the ADD.
-		n.log.Info("CNI DEL before re-attaching failed; adding again", "sandbox", sandboxID, "err", err)
-	}
-	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
-	if err != nil {
-		return nil, fmt.Errorf("CNI setup of pod network: %w", err)
-	}
-	ips := resultIPs(res)
-	if len(ips) == 0 {
-		return nil, errors.New("CNI setup of pod network: the plugins gave the pod no IP address")
-	}
-	return ips, nil
-}
-
 // teardown detaches the sandbox from the CNI network (CNI DEL) and removes its pinned namespace.
 // Idempotent; it works when the namespace file is already gone (DEL then runs without one, and
 // IPAM still releases the address). ports must be the hostPort mappings ADD was given: portmap

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -11,8 +10,6 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podkeeper/podkeeper/podrunner"
 )
@@ -50,8 +47,8 @@ func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod
 // returns the pod's IPs (nil when there is nothing to attach), and an undo for when the sandbox
 // cannot be created (call it only once attach, if started, has returned). CNI ADD needs only the
 // namespace, not the pause process: CreateSandbox runs it while the sandbox's task is created
-// (runc create), and starts the pause process only once it is done, so no app container (nor the sandbox) runs before its network
-// is configured.
+// (runc create) and starts the pause process only once it is done, so neither the sandbox nor
+// an app container runs before its network is configured.
 func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func() ([]string, error), func(), error) {
 	if pod.Spec.HostNetwork || r.net == nil {
 		return nil, nil, func() {}, nil
@@ -132,46 +129,6 @@ func (r *Runtime) gcNetworks(ctx context.Context) {
 	})
 }
 
-// repairNetworks finishes the network of running sandboxes whose CNI ADD the agent did not see
-// end (it died while the sandbox's task was starting): CNI DEL, then ADD again into the same
-// pinned namespace, and the IPs recorded, so that the pod and its task are adopted as they are.
-// A sandbox whose repair fails stays unfinished: ListContainers reports it not running and its
-// worker replaces it. Run once at agent start, before any worker.
-func (r *Runtime) repairNetworks(ctx context.Context) {
-	if r.net == nil {
-		return
-	}
-	ctx = r.ctx(ctx)
-	cs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q==%q", LabelKind, string(podrunner.KindSandbox)))
-	if err != nil {
-		r.log.Warn("repair sandbox networks: list sandboxes", "err", err)
-		return
-	}
-	for _, c := range cs {
-		labels, err := c.Labels(ctx)
-		if err != nil || !networkUnfinished(labels) {
-			continue
-		}
-		t, err := c.Task(ctx, nil)
-		if err != nil {
-			continue
-		}
-		if st, err := t.Status(ctx); err != nil || st.Status != containerd.Running {
-			continue
-		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: types.UID(labels[LabelPodUID])}}
-		ips, err := r.net.reattach(ctx, c.ID(), labels[LabelNetns], pod, decodePortMappings(labels[LabelPortMappings]))
-		if err == nil {
-			_, err = c.SetLabels(ctx, map[string]string{LabelPodIPs: strings.Join(ips, ",")})
-		}
-		if err != nil {
-			r.log.Warn("repair the network of a sandbox started before a crash; it will be replaced", "sandbox", c.ID(), "err", err)
-			continue
-		}
-		r.log.Info("repaired the network of a sandbox started before a crash", "sandbox", c.ID(), "ips", ips)
-	}
-}
-
 // sandboxNamespaceOpts are the pause process's PID and IPC namespaces: the host's for hostPID /
 // hostIPC pods, else new ones (runc's default spec). Network and UTS: see hostnameOpts.
 func sandboxNamespaceOpts(pod *corev1.Pod) []oci.SpecOpts {
@@ -225,11 +182,4 @@ func withHostDevShm(_ context.Context, _ oci.Client, _ *containers.Container, s 
 	}
 	s.Mounts = append(s.Mounts, shm)
 	return nil
-}
-
-// networkUnfinished says whether a sandbox's labels show a pinned namespace whose CNI ADD never
-// completed (no IPs recorded, not released).
-func networkUnfinished(labels map[string]string) bool {
-	return podrunner.ContainerKind(labels[LabelKind]) == podrunner.KindSandbox && labels[LabelNetns] != "" &&
-		labels[LabelPodIPs] == "" && labels[LabelNetworkReleased] != "true"
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"io"
 	"log/slog"
 	"net"
@@ -561,46 +560,5 @@ func TestPodNamespaces(t *testing.T) {
 	}
 	if _, code := execOut(t, rt, ctx, ctrsS[0].ID, "test", "-f", "/dev/shm/"+marker); code == 0 {
 		t.Error("a plain pod sees the host's /dev/shm")
-	}
-}
-
-// The agent died between the sandbox's start and the end of its CNI ADD (the IPs are recorded
-// last): at the next start the runtime re-attaches the running sandbox's namespace and records
-// its IPs, keeping the pause process; an unrepaired one would be listed as not running.
-func TestUnfinishedSandboxNetworkRepaired(t *testing.T) {
-	n := newTestNet(t)
-	rt, ctx := newNetRuntime(t, n)
-	pod := testPod(t, sh("app", "sleep 3600"))
-	sb, _ := startPod(t, rt, ctx, pod, t.TempDir())
-	nctx := namespaces.WithNamespace(ctx, testNS)
-	c, err := rt.Client().LoadContainer(nctx, sb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.SetLabels(nctx, map[string]string{LabelPodIPs: ""}); err != nil { // as if the agent died first
-		t.Fatal(err)
-	}
-	state := func() (podrunner.ContainerRecord, bool) {
-		recs, err := rt.ListContainers(ctx, string(pod.UID))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Kind == podrunner.KindSandbox {
-				return r, true
-			}
-		}
-		return podrunner.ContainerRecord{}, false
-	}
-	if r, _ := state(); r.State != podrunner.StateUnknown {
-		t.Fatalf("sandbox without recorded IPs listed %s, want unknown (not to be trusted)", r.State)
-	}
-	rt.RepairNetworksNow(ctx)
-	r, ok := state()
-	if !ok || r.State != podrunner.StateRunning || r.PID != sb.PID || len(r.PodIPs) != 1 || !n.subnet.Contains(net.ParseIP(r.PodIPs[0])) {
-		t.Fatalf("after the repair: %+v (was PID %d)", r, sb.PID)
-	}
-	if got := n.reservedIPs(t); len(got) != 1 {
-		t.Errorf("IPs reserved after the repair: %v, want exactly one", got)
 	}
 }

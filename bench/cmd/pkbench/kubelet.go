@@ -207,12 +207,7 @@ func (k *kubeletRunner) StartBatch(ctx context.Context, first, n int) (time.Dura
 	total := len(have) + n
 	t0 := time.Now()
 	for i := first; i < first+n; i++ {
-		name := podName(i) + ".yaml"
-		tmp := filepath.Join(k.dir, name)
-		if err := os.WriteFile(tmp, []byte(podManifest(i)), 0o644); err != nil {
-			return 0, err
-		}
-		if err := os.Rename(tmp, filepath.Join(k.manifests, name)); err != nil {
+		if err := k.writeManifest(podName(i), podManifest(i)); err != nil {
 			return 0, err
 		}
 	}

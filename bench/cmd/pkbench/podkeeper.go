@@ -26,20 +26,24 @@ const (
 func podName(i int) string { return fmt.Sprintf("bp-%d", i) }
 
 // podManifest is benchmark pod i: one busybox sleeper container.
-func podManifest(i int) string {
+func podManifest(i int) string { return benchPod(podName(i), "", sleeper, "") }
+
+// benchPod is a pod of one busybox container "c" running command under sh; spec and container
+// are extra lines (indented) of the pod spec and of the container.
+func benchPod(name, spec, command, container string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %s
 spec:
-  restartPolicy: Always
+%s  restartPolicy: Always
   terminationGracePeriodSeconds: 5
   containers:
   - name: c
     image: busybox
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", %q]
-`, podName(i), sleeper)
+%s`, name, spec, command, container)
 }
 
 // podkeeperRunner drives one `podkeeper run` agent through its manifest directory and local API.
@@ -101,14 +105,7 @@ func (p *podkeeperRunner) AgentPIDs() []int { return []int{p.cmd.Process.Pid} }
 
 func (p *podkeeperRunner) ShimPIDs() []int { return shimsOf(p.address, p.ns) }
 
-func (p *podkeeperRunner) write(i int) error {
-	name := podName(i) + ".yaml"
-	tmp := filepath.Join(p.manifests, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(podManifest(i)), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(p.manifests, name))
-}
+func (p *podkeeperRunner) write(i int) error { return p.writeManifest(podName(i), podManifest(i)) }
 
 // StartBatch writes the manifests of pods [first, first+n) and waits until the local API shows
 // every pod the directory holds Running with all its containers running.

@@ -54,20 +54,7 @@ func probePodManifest(name string, port int, liveness bool) string {
 	if liveness {
 		probes += "    livenessProbe:\n" + probe + "      failureThreshold: 1\n"
 	}
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  hostNetwork: true
-  restartPolicy: Always
-  terminationGracePeriodSeconds: 5
-  containers:
-  - name: c
-    image: busybox
-    imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", %q]
-%s`, name, probeServer(port), probes)
+	return benchPod(name, "  hostNetwork: true\n", probeServer(port), probes)
 }
 
 func podReady(p *corev1.Pod) bool {
