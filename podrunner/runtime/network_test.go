@@ -363,7 +363,7 @@ func TestNetworkReleasedByRestartedAgent(t *testing.T) {
 	root := t.TempDir()
 	rt1, ctx := newNetRuntimeAt(t, n, root)
 	pod := testPod(t, sh("c", "sleep 3600"))
-	sb, _ := startPod(t, rt1, ctx, pod, t.TempDir())
+	sb, ctrs := startPod(t, rt1, ctx, pod, t.TempDir())
 	rt1.Close() // the agent goes away; the pod keeps running
 
 	// An orphan: a namespace pinned without a sandbox (crash between CNI ADD and create).
@@ -375,11 +375,15 @@ func TestNetworkReleasedByRestartedAgent(t *testing.T) {
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Fatalf("orphaned netns %s not released at start (%v)", orphan, err)
 	}
-	if err := rt2.StopContainer(ctx2, sb.ID, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt2.RemoveContainer(ctx2, sb.ID); err != nil {
-		t.Fatal(err)
+	// The restarted agent removes the pod as it would: its containers, then the sandbox
+	// (startPod's own clean-up holds the closed first runtime).
+	for _, id := range append(recIDs(ctrs), sb.ID) {
+		if err := rt2.StopContainer(ctx2, id, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt2.RemoveContainer(ctx2, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if ips := n.reservedIPs(t); len(ips) != 0 {
 		t.Fatalf("IPs still reserved after the restarted agent removed the pod: %v", ips)
@@ -561,4 +565,12 @@ func TestPodNamespaces(t *testing.T) {
 	if _, code := execOut(t, rt, ctx, ctrsS[0].ID, "test", "-f", "/dev/shm/"+marker); code == 0 {
 		t.Error("a plain pod sees the host's /dev/shm")
 	}
+}
+
+func recIDs(recs []podrunner.ContainerRecord) []string {
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	return ids
 }
