@@ -76,15 +76,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), k.address, pauseImage, filepath.Join(dir, "cni"))
-	cni := fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "pkbench", "plugins": [
- {"type": "bridge", "bridge": "pkbench0", "isGateway": true, "ipMasq": false,
-  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.233.0.0/16"}]], "dataDir": %q}},
- {"type": "loopback"}]}
-`, filepath.Join(dir, "ipam"))
+	// The same plugin chain as podkeeper's (benchNetwork), on a bridge and subnet of its own.
+	cni, err := pkruntime.DefaultConflist(benchNetwork("pkbench-kubelet", "pkbench0", "10.233.0.0/16", filepath.Join(dir, "ipam")))
+	if err != nil {
+		return fail(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(toml), 0o644); err != nil {
 		return fail(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cni", "10-pkbench.conflist"), []byte(cni), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cni", "10-pkbench.conflist"), cni, 0o644); err != nil {
 		return fail(err)
 	}
 	clog, err := os.Create(filepath.Join(dir, "containerd.log"))
@@ -226,7 +226,9 @@ func (k *kubeletRunner) StartBatch(ctx context.Context, first, n int) (time.Dura
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("kubelet: %d of %d pods Running after %v (log %s)", r, total, time.Since(t0), filepath.Join(k.dir, "kubelet.log"))
 		}
-		time.Sleep(pollEvery(n))
+		if err := pause(ctx, pollEvery(n)); err != nil {
+			return 0, err
+		}
 	}
 }
 
@@ -266,7 +268,9 @@ func (k *kubeletRunner) RemoveAll(ctx context.Context) (time.Duration, error) {
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("kubelet: pods still present %v after removing %d manifests", time.Since(t0), len(files))
 		}
-		time.Sleep(pollEvery(len(files)))
+		if err := pause(ctx, pollEvery(len(files))); err != nil {
+			return 0, err
+		}
 	}
 }
 

@@ -14,9 +14,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/podkeeper/podkeeper/internal/testenv"
@@ -103,19 +105,42 @@ type runner interface {
 func main() {
 	log.SetFlags(log.Ltime)
 	o := parseOptions()
+	// SIGINT/SIGTERM end the run through its clean-up: every runner removes its pods the way it
+	// normally does (CNI DEL included), containerd is stopped. Killed without it, the pods' IPs
+	// and iptables rules would stay behind. A second signal is ignored while cleaning up.
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		log.Printf("%v: removing every runner's pods, then stopping", s)
+		cancel()
+	}()
+	var err error
 	if o.conform {
-		if err := runConformance(context.Background(), o, o.settle); err != nil {
-			log.Fatal(err)
-		}
-		return
+		err = runConformance(ctx, o, o.settle)
+	} else {
+		err = run(ctx, o)
 	}
-	if err := run(o); err != nil {
+	cancel()
+	if err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(o options) error {
-	ctx := context.Background()
+// pause sleeps for d, or returns ctx's error at once when it is (or becomes) done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+func run(ctx context.Context, o options) error {
 	m := describeMachine()
 	log.Printf("machine: %s", m)
 	binDir, err := testenv.Binaries()
@@ -182,6 +207,9 @@ func run(o options) error {
 	r.singleDown = map[string]sample{}
 	for i := 0; i < o.runs; i++ {
 		for _, rn := range runners {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("interrupted: %w", err)
+			}
 			d, err := rn.StartBatch(ctx, 100000+i, 1)
 			if err != nil {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
@@ -200,13 +228,18 @@ func run(o options) error {
 	// 2-5. Batches: start all at once, footprint and reaction at the footprint size, teardown.
 	for _, n := range o.sizes {
 		for _, rn := range runners {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("interrupted: %w", err)
+			}
 			log.Printf("%s: %d pods at once", rn.Name(), n)
 			d, err := rn.StartBatch(ctx, 0, n)
 			if err != nil {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
 			}
 			b := batch{runner: rn.Name(), n: n, start: d}
-			time.Sleep(3 * time.Second) // let the start settle before reading memory
+			if err := pause(ctx, 3*time.Second); err != nil { // let the start settle before reading memory
+				return err
+			}
 			b.agent = sumMem(rn.AgentPIDs())
 			shims := rn.ShimPIDs()
 			b.shims, b.shimMem = len(shims), sumMem(shims)
@@ -217,7 +250,9 @@ func run(o options) error {
 			b.containerd = memOf(cpid)
 			if n == o.footprint && rn != runner(ctrOnly(runners)) {
 				log.Printf("%s: idle CPU over %v", rn.Name(), o.window)
-				b.cpu = measureCPU(o.window, rn.AgentPIDs(), shims, cpid)
+				if b.cpu, err = measureCPU(ctx, o.window, rn.AgentPIDs(), shims, cpid); err != nil {
+					return err
+				}
 				b.agentAfter = sumMem(rn.AgentPIDs())
 				if rn == runner(pk) {
 					log.Printf("podkeeper: reaction, %d kills", o.kills)
@@ -276,13 +311,15 @@ type cpuUse struct {
 	agent, shims, container float64 // cores
 }
 
-func measureCPU(w time.Duration, agent, shims []int, ctrd int) cpuUse {
+func measureCPU(ctx context.Context, w time.Duration, agent, shims []int, ctrd int) (cpuUse, error) {
 	a0, s0, c0 := sumTicks(agent), sumTicks(shims), cpuTicks(ctrd)
 	t0 := time.Now()
-	time.Sleep(w)
+	if err := pause(ctx, w); err != nil {
+		return cpuUse{}, err
+	}
 	el := time.Since(t0).Seconds()
 	f := func(d int64) float64 { return float64(d) / clockTicks / el }
-	return cpuUse{window: w, agent: f(sumTicks(agent) - a0), shims: f(sumTicks(shims) - s0), container: f(cpuTicks(ctrd) - c0)}
+	return cpuUse{window: w, agent: f(sumTicks(agent) - a0), shims: f(sumTicks(shims) - s0), container: f(cpuTicks(ctrd) - c0)}, nil
 }
 
 func loadAvg() string {

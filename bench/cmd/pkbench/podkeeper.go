@@ -62,7 +62,7 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 	}
 	p := &podkeeperRunner{bin: filepath.Join(binDir, "podkeeper"), dir: dir, manifests: filepath.Join(dir, "manifests"),
 		sock: filepath.Join(dir, "api.sock"), address: address, ns: ns}
-	for _, d := range []string{p.manifests, filepath.Join(dir, "root", "images"), filepath.Join(dir, "logs")} {
+	for _, d := range []string{p.manifests, filepath.Join(dir, "root", "images"), filepath.Join(dir, "logs"), p.network().ConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -77,7 +77,11 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 	p.cmd = exec.Command(p.bin, "run", "--manifest-dir", p.manifests, "--root-dir", filepath.Join(dir, "root"),
 		"--log-dir", filepath.Join(dir, "logs"), "--containerd-address", address, "--containerd-namespace", ns,
 		"--node-name", nodeName, "--api-socket", p.sock, "--log-format", "text", "--log-level", "warn",
-		"--max-pods", "400") // as the kubelet's maxPods here: the scaling row starts 300 pods
+		"--max-pods", "400", // as the kubelet's maxPods here: the scaling row starts 300 pods
+		// Its default network in a private CNI dir (never /etc/cni/net.d, where Debian's podman
+		// ships its own network): the kubelet gets the same plugin chain (benchNetwork).
+		"--cni-conf-dir", p.network().ConfDir, "--netns-dir", p.network().NetnsDir,
+		"--cni-bridge", p.network().Default.Bridge, "--pod-subnet", p.network().Default.Subnet)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -92,11 +96,29 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if p.rt, err = pkruntime.Dial(ctx, pkruntime.Config{Address: address, Namespace: ns}); err != nil {
+	// With the agent's network, so that Close's fallback clean-up runs CNI DEL for what it removes.
+	if p.rt, err = pkruntime.Dial(ctx, pkruntime.Config{Address: address, Namespace: ns, Network: p.network()}); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// network is the agent's pod network as its flags make it: podkeeper's default conflist in a
+// private dir.
+func (p *podkeeperRunner) network() pkruntime.NetworkConfig {
+	return pkruntime.NetworkConfig{
+		ConfDir:  filepath.Join(p.dir, "cni"),
+		BinDirs:  pkruntime.DefaultCNIBinDirs,
+		NetnsDir: filepath.Join(p.dir, "netns"),
+		Default:  benchNetwork("pkbench-podkeeper", "pkbpk0", "10.234.0.0/16", filepath.Join(p.dir, "root", "cni", "networks")),
+	}
+}
+
+// benchNetwork is the pod network every runner with one gets: podkeeper's default network
+// (bridge with host-local IPAM, ipMasq, hairpin, then portmap) on its own bridge and subnet.
+func benchNetwork(name, bridge, subnet, dataDir string) pkruntime.DefaultNetwork {
+	return pkruntime.DefaultNetwork{Name: name, Bridge: bridge, Subnet: subnet, DataDir: dataDir}
 }
 
 func (p *podkeeperRunner) Name() string { return "podkeeper" }
@@ -127,7 +149,9 @@ func (p *podkeeperRunner) StartBatch(ctx context.Context, first, n int) (time.Du
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("podkeeper: %d of %d pods Running after %v", p.runningCount(ctx), total, time.Since(t0))
 		}
-		time.Sleep(poll)
+		if err := pause(ctx, poll); err != nil {
+			return 0, err
+		}
 	}
 }
 
@@ -179,12 +203,21 @@ func (p *podkeeperRunner) RemoveAll(ctx context.Context) (time.Duration, error) 
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("podkeeper: pods still present %v after removing %d manifests", time.Since(t0), len(files))
 		}
-		time.Sleep(poll)
+		if err := pause(ctx, poll); err != nil {
+			return 0, err
+		}
 	}
 }
 
+// Close removes what is left through the agent first (so that every pod gets its CNI DEL and
+// graceful stop), then ends it, then removes any container still there.
 func (p *podkeeperRunner) Close() {
 	if p.cmd != nil && p.cmd.ProcessState == nil {
+		if files, _ := filepath.Glob(filepath.Join(p.manifests, "*.yaml")); len(files) > 0 && p.rt != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			_, _ = p.RemoveAll(ctx)
+			cancel()
+		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		_ = p.cmd.Wait()
 	}
@@ -198,6 +231,7 @@ func (p *podkeeperRunner) Close() {
 		cancel()
 		p.rt.Close()
 	}
+	_ = exec.Command("ip", "link", "del", p.network().Default.Bridge).Run()
 	if os.Getenv("BENCH_KEEP") == "" {
 		os.RemoveAll(p.dir)
 	}

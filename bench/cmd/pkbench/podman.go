@@ -12,6 +12,7 @@ import (
 
 	"github.com/podkeeper/podkeeper/internal/ociimage"
 	"github.com/podkeeper/podkeeper/internal/testenv"
+	pkruntime "github.com/podkeeper/podkeeper/podrunner/runtime"
 )
 
 // podmanRunner runs the same pods with `podman kube play` (one call per pod, all at once) on a
@@ -24,7 +25,11 @@ type podmanRunner struct {
 	files     []string
 }
 
-const pauseImage = "localhost/pkbench-pause:latest"
+const (
+	pauseImage    = "localhost/pkbench-pause:latest"
+	podmanNetwork = "pkbench-podman"
+	podmanBridge  = "pkbpm0"
+)
 
 // podmanParallel caps the podman commands running at once: podman is daemonless and every
 // call (and every exiting container's "podman container cleanup") takes the same storage
@@ -47,8 +52,23 @@ func newPodman(ctx context.Context, busyboxTar string) (*podmanRunner, error) {
 		return nil, err
 	}
 	p := &podmanRunner{dir: dir, conf: filepath.Join(dir, "containers.conf")}
-	conf := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n[engine]\ninfra_image = %q\nruntime = \"runc\"\nevents_logger = \"file\"\ncgroup_manager = \"cgroupfs\"\n", pauseImage)
+	// Its pods join the same plugin chain as podkeeper's and the kubelet's (benchNetwork), from a
+	// private network dir, never podman's own default network.
+	netDir := filepath.Join(dir, "cni")
+	conf := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n[engine]\ninfra_image = %q\nruntime = \"runc\"\nevents_logger = \"file\"\ncgroup_manager = \"cgroupfs\"\n"+
+		"[network]\nnetwork_backend = \"cni\"\nnetwork_config_dir = %q\ncni_plugin_dirs = [\"/usr/lib/cni\"]\ndefault_network = %q\n",
+		pauseImage, netDir, podmanNetwork)
 	if err := os.WriteFile(p.conf, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	cni, err := pkruntime.DefaultConflist(benchNetwork(podmanNetwork, podmanBridge, "10.235.0.0/16", filepath.Join(dir, "ipam")))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(netDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(netDir, podmanNetwork+".conflist"), cni, 0o644); err != nil {
 		return nil, err
 	}
 	pause := filepath.Join(dir, "pause.tar")
@@ -97,7 +117,7 @@ func (p *podmanRunner) StartBatch(ctx context.Context, first, n int) (time.Durat
 		}
 		files = append(files, f)
 	}
-	d, err := p.all(ctx, files, "kube", "play", "--network", "none")
+	d, err := p.all(ctx, files, "kube", "play", "--network", podmanNetwork)
 	p.mu.Lock()
 	p.files = append(p.files, files...)
 	p.mu.Unlock()
@@ -148,5 +168,6 @@ func (p *podmanRunner) Close() {
 	_ = p.cmd(ctx, "pod", "rm", "-a", "-f").Run()
 	_ = p.cmd(ctx, "rmi", "-a", "-f").Run()
 	testenv.UnmountUnder(p.dir)
+	_ = exec.Command("ip", "link", "del", podmanBridge).Run()
 	os.RemoveAll(p.dir)
 }

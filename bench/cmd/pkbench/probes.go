@@ -91,7 +91,10 @@ func measureProbes(ctx context.Context, t probeTarget, n, kills, base int, windo
 	shims := t.ShimPIDs()
 	res.shims, res.shimMem = len(shims), sumMem(shims)
 	log.Printf("%s: %d pods probed every second, CPU over %v", t.Name(), n, window)
-	res.cpu = measureCPU(window, t.AgentPIDs(), shims, t.containerdPID())
+	var err error
+	if res.cpu, err = measureCPU(ctx, window, t.AgentPIDs(), shims, t.containerdPID()); err != nil {
+		return fail(err)
+	}
 	if _, err := t.RemoveAll(ctx); err != nil {
 		return fail(err)
 	}
@@ -166,7 +169,9 @@ func waitPods(ctx context.Context, t probeTarget, n int, timeout time.Duration, 
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d pods as wanted after %v (%v)", good, n, timeout, err)
 		}
-		time.Sleep(pollEvery(n))
+		if err := pause(ctx, pollEvery(n)); err != nil {
+			return err
+		}
 	}
 }
 

@@ -246,7 +246,10 @@ func (r *results) markdown() string {
 
 	r.probesSection(w)
 
-	w("\n## Peers\n\n")
+	w("\n## Setup notes\n\n")
+	w("- Pod network: podkeeper, the kubelet and podman put every pod on the same CNI plugin chain, podkeeper's default network " +
+		"(bridge with host-local IPAM, ipMasq and hairpin, then portmap), each on a bridge and /16 subnet of its own from a private config dir " +
+		"(never /etc/cni/net.d). The floor's containers get a new network namespace with loopback only (no CNI): the pod network's cost is part of what the ratios to the floor show.\n")
 	for _, p := range r.peers {
 		w("- **%s**: not measured in this run — %s\n", p.name, p.reason)
 	}
