@@ -156,10 +156,22 @@ func (a *agent) cleanup() {
 	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns, Network: a.network()}); err == nil {
 		recs, _ := rt.ListContainers(ctx, "")
 		for _, r := range recs {
-			_ = rt.StopContainer(ctx, r.ID, 0)
-			_ = rt.RemoveContainer(ctx, r.ID) // sandboxes: CNI DEL releases IP, veth, iptables rules
+			// One deadline per container, not one for all: a shared minute ran out on 110 pods
+			// and left the rest without CNI DEL (their iptables rules and IPs leaked).
+			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = rt.StopContainer(cctx, r.ID, 0)
+			if err := rt.RemoveContainer(cctx, r.ID); err != nil { // sandboxes: CNI DEL releases IP, veth, iptables rules
+				a.t.Logf("cleanup: remove %s: %v", r.ID, err)
+			}
+			ccancel()
 		}
 		rt.Close()
+	}
+	// Every pod's CNI DEL ran (by the agent or just above): no rule of the agent's subnet is left.
+	if hits, err := testenv.IptablesMentions(a.subnet); err != nil {
+		a.t.Errorf("cleanup: %v", err)
+	} else if len(hits) > 0 {
+		a.t.Errorf("cleanup: %d iptables rules of pod subnet %s leaked:\n%s", len(hits), a.subnet, strings.Join(hits, "\n"))
 	}
 	_ = exec.Command("ip", "link", "del", a.bridge).Run()
 	if a.ownCgroups {

@@ -1,6 +1,10 @@
 package testenv
 
-import "os/exec"
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+)
 
 // CNI's portmap plugin creates three shared nat chains (and the jumps to them) the first time a
 // hostPort is mapped, and never removes them. Tests that map hostPorts remove them afterwards when
@@ -25,4 +29,21 @@ func RemovePortmapChains() {
 		_ = exec.Command("iptables", "-t", "nat", "-F", c).Run()
 		_ = exec.Command("iptables", "-t", "nat", "-X", c).Run()
 	}
+}
+
+// IptablesMentions returns the iptables rules and chain lines (all tables, as iptables-save
+// prints them) that contain s: a pod subnet, IP or sandbox ID. None left after a pod's teardown
+// means CNI DEL ran for it.
+func IptablesMentions(s string) ([]string, error) {
+	out, err := exec.Command("iptables-save").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %v: %s", err, out)
+	}
+	var hits []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, s) {
+			hits = append(hits, line)
+		}
+	}
+	return hits, nil
 }

@@ -136,15 +136,9 @@ func (n *testNet) vethsOnBridge(t *testing.T) []string {
 // iptablesMentions returns the iptables rules (all tables) that mention s.
 func iptablesMentions(t *testing.T, s string) []string {
 	t.Helper()
-	out, err := exec.Command("iptables-save").CombinedOutput()
+	hits, err := testenv.IptablesMentions(s)
 	if err != nil {
-		t.Fatalf("iptables-save: %v: %s", err, out)
-	}
-	var hits []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, s) {
-			hits = append(hits, line)
-		}
+		t.Fatal(err)
 	}
 	return hits
 }
