@@ -489,6 +489,9 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to create containerd task: %w", err))
 	}
+	if l, ok := task.IO().(*logIO); ok {
+		l.shimOpened() // the shim opened its write ends in the create
+	}
 	tio.task = task
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)

@@ -117,24 +117,34 @@ func measureProbes(ctx context.Context, t probeTarget, n, kills, base int, windo
 		if len(pids) != 1 {
 			return fail(fmt.Errorf("liveness: %d httpd processes on port %d, want 1", len(pids), port))
 		}
+		name := fmt.Sprintf("lv-%d", i)
+		// restarts of lv-i's container, -1 when the pod is not listed: the kill is counted from
+		// the count before it (a liveness probe that met the httpd before it listened may have
+		// restarted it once already).
+		restarts := func() int32 {
+			pods, err := t.podList(ctx)
+			if err != nil {
+				return -1
+			}
+			for j := range pods {
+				p := &pods[j]
+				if (strings.HasPrefix(p.Name, name+"-") || p.Name == name) && podRunning(p) && len(p.Status.ContainerStatuses) > 0 {
+					return p.Status.ContainerStatuses[0].RestartCount
+				}
+			}
+			return -1
+		}
+		before := restarts()
+		if before < 0 {
+			return fail(fmt.Errorf("liveness: %s not running before the kill", name))
+		}
 		k0 := time.Now()
 		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 			return fail(err)
 		}
-		name := fmt.Sprintf("lv-%d", i)
 		deadline := k0.Add(60 * time.Second)
 		for {
-			pods, err := t.podList(ctx)
-			done := false
-			if err == nil {
-				for j := range pods {
-					p := &pods[j]
-					if strings.HasPrefix(p.Name, name+"-") || p.Name == name {
-						done = podRunning(p) && p.Status.ContainerStatuses[0].RestartCount == 1
-					}
-				}
-			}
-			if done {
+			if restarts() == before+1 {
 				res.liveness = append(res.liveness, time.Since(k0))
 				break
 			}

@@ -210,7 +210,7 @@ func (r *results) markdown() string {
 	w("| reference: floor create+start of one container | %s |\n", r.single[floorName].summary(true))
 	for _, p := range r.probes {
 		if len(p.liveness) > 0 {
-			w("| %s: liveness failure (its httpd killed) -> Running, restartCount 1 (httpGet every 1 s, failureThreshold 1) | %s |\n", p.runner, p.liveness.summary(true))
+			w("| %s: liveness failure (its httpd killed) -> Running, restartCount one higher (httpGet every 1 s, failureThreshold 1) | %s |\n", p.runner, p.liveness.summary(true))
 		}
 	}
 
