@@ -58,6 +58,7 @@ func runCommand() *cli.Command {
 
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "strict-permissions", Usage: "refuse manifests a non-root user or group can write (default: warn loudly)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-parallel-starts", Value: 0, Usage: "sandbox creations and container starts in flight at once, the rest wait their turn (0: 4 per CPU, at least 8; -1: no bound)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
@@ -215,6 +216,7 @@ func runAgent(c *cli.Context) error {
 		RegistryConfigDir: c.String("registry-config-dir"),
 		DockerConfig:      c.String("docker-config"),
 		Network:           networkConfig(c, root),
+		MaxParallelStarts: c.Int("max-parallel-starts"),
 		DNS: runtime.DNSConfig{
 			ClusterDNS:    c.StringSlice("cluster-dns"),
 			ClusterDomain: c.String("cluster-domain"),

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +53,17 @@ type Config struct {
 	// DockerConfig is a docker config.json with node-wide registry credentials; may be empty or
 	// missing. Read at every pull.
 	DockerConfig string
+	// MaxParallelStarts bounds the sandbox creations and container starts in flight at once
+	// (the others wait their turn); 0: DefaultMaxParallelStarts(); negative: no bound.
+	MaxParallelStarts int
 }
+
+// DefaultMaxParallelStarts is 4 per CPU, at least 8. Measured on 2 cores with 110 pods written
+// at once: unbounded, 10.7 s to all Running and ~80 OS threads left in the agent (every worker's
+// file writes and syscalls at once; Go keeps each thread it made); 8 at once, 9.5 s and 17
+// threads, 4 MiB less RSS. containerd and the 2 cores are the limit either way; one pod alone
+// never waits.
+func DefaultMaxParallelStarts() int { return max(8, 4*goruntime.NumCPU()) }
 
 // Runtime implements podrunner.Runtime on containerd.
 type Runtime struct {
@@ -68,7 +79,8 @@ type Runtime struct {
 	podOOM  map[string]int     // pod UID -> OOM kills of the pod cgroup already attributed
 
 	images *imageImporter
-	net    *podNetwork // nil without CNI
+	net    *podNetwork   // nil without CNI
+	starts chan struct{} // slots of MaxParallelStarts; nil: no bound
 	// collectLogs: this runtime is the agent's and collects running tasks' output (re-attaching
 	// after a restart). Short-lived CLI runtimes (Dial) never touch the FIFOs.
 	collectLogs bool
@@ -154,6 +166,12 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 		podOf:   map[string]string{},
 	}
 	r.images = newImageImporter(r, filepath.Join(cfg.RootDir, "images"))
+	if n := cfg.MaxParallelStarts; n >= 0 {
+		if n == 0 {
+			n = DefaultMaxParallelStarts()
+		}
+		r.starts = make(chan struct{}, n)
+	}
 	if cfg.Network.ConfDir != "" {
 		if r.net, err = newPodNetwork(cfg.Network, cfg.Namespace, cfg.Logger); err != nil {
 			client.Close()
@@ -168,6 +186,20 @@ func (r *Runtime) Close() error { return r.client.Close() }
 
 // Client exposes the containerd client for the image commands of the CLI and for tests.
 func (r *Runtime) Client() *containerd.Client { return r.client }
+
+// startSlot waits for one of MaxParallelStarts' slots (at once without a bound) and returns its
+// release; it fails only when ctx ends first.
+func (r *Runtime) startSlot(ctx context.Context) (func(), error) {
+	if r.starts == nil {
+		return func() {}, nil
+	}
+	select {
+	case r.starts <- struct{}{}:
+		return func() { <-r.starts }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a start slot: %w", ctx.Err())
+	}
+}
 
 func (r *Runtime) ctx(ctx context.Context) context.Context {
 	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
@@ -332,6 +364,11 @@ func gracePeriod(pod *corev1.Pod) int64 {
 
 // CreateSandbox implements podrunner.Runtime.
 func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (podrunner.ContainerRecord, error) {
+	release, err := r.startSlot(ctx)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox of pod %s: %w", pod.Name, err)
+	}
+	defer release()
 	ctx = r.ctx(ctx)
 	t0 := time.Now()
 	id := sandboxIDFor(string(pod.UID), attempt)
@@ -427,6 +464,11 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 
 // StartContainer implements podrunner.Runtime.
 func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest) (podrunner.ContainerRecord, error) {
+	release, err := r.startSlot(ctx)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("start container %s: %w", req.Container.Name, err)
+	}
+	defer release()
 	ctx = r.ctx(ctx)
 	pod, ctr := req.Pod, req.Container
 	id := containerID(string(pod.UID), ctr.Name, req.Attempt)
