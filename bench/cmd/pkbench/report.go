@@ -311,27 +311,40 @@ const analysis = `### Why a target is missed, and what would reach it
   create+start; what would get closer: preparing the container's snapshot and spec while the
   sandbox starts, so that only the container's task waits for the sandbox's PID. The kubelet
   column does the same sandbox + network + container work.
-- **Many pods at once (target 1.3x).** Every pod worker starts at once, so containerd (its
-  metadata store serialises writes) and the 2 cores are the limit for everyone; podkeeper makes
-  twice the creates of the floor (sandbox + container) plus a CNI ADD per pod. Each worker's
-  observation asks only for its own pod's containers (a label filter) and their tasks (one task
-  get each, answered by that pod's shim alone).
+- **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
+  2 cores are the limit for everyone; podkeeper makes twice the creates of the floor (sandbox +
+  container) plus a CNI ADD per pod (bridge, host-local, portmap: several plugin execs and
+  iptables calls each, which the floor does not do at all). At most --max-parallel-starts (8
+  here) sandbox creations and container starts run at once: against no bound, that measured
+  faster (110 pods 9.0-9.6 s vs 10.7 s) and left the agent 20 OS threads instead of ~80. Each
+  worker's observation asks only for its own pod's containers (a label filter) and their tasks
+  (one task get each, answered by that pod's shim alone). The kubelet's column does the same
+  sandbox + network + container work.
 - **Reaction (target: restart within 100 ms of the exit event).** The replacement is a full
   create+start of a container (snapshot, container, task, runc create and start: the floor's
   figure alone), preceded by the worker's observation and the old task's delete and exit labels.
   100 ms is about one create+start here, so it can only be met by doing the create ahead of time
   (a standby container per restartable container, started on the exit) or by starting the
   replacement before finalising the old instance; neither is done today.
-- **Agent RSS (target 40 MiB at 110 pods).** Measured with a heap profile at 110 pods (the
-  pkpprof build tag): about 24 MiB of the RSS is the binary's own pages (file-backed: the
-  Kubernetes API types, the containerd client, gRPC), about 11 MiB goroutine stacks (a worker per
-  pod and a log copier per container stream: 330 goroutines), and 15-25 MiB heap, of which the live
-  part is about 9 MiB. Two changes went in: the log FIFOs are copied by podkeeper (a buffer is
-  borrowed only while data flows; containerd's cio held 32 KiB per stream for the container's
-  life, 7 MiB at 110 pods), and the agent hands unused heap back to the kernel every minute (the
-  "after the idle window" row). What would reach 40 MiB: no goroutine per log stream (one epoll
-  loop for every FIFO), pod workers that exit while their pod needs nothing (their stacks are the
-  next largest part), and a smaller binary (the k8s.io/api types are most of it).
+- **Agent RSS (target 40 MiB at 110 pods).** Measured at 110 pods: about 24 MiB of the RSS is
+  the binary's own pages (file-backed: the Kubernetes API types, the containerd client, gRPC;
+  /proc/PID/smaps_rollup's Pss_File), the rest anonymous: goroutine stacks (a worker per pod and
+  a log copier per container stream: 330 goroutines), 15-25 MiB heap of which the live part is
+  about 9 MiB (heap profile, the pkpprof build tag), and the OS threads' own stacks. Changes that
+  went in: the log FIFOs are copied by podkeeper (a buffer is borrowed only while data flows;
+  containerd's cio held 32 KiB per stream for the container's life, 7 MiB at 110 pods); the agent
+  hands unused heap back to the kernel every minute (the "after the idle window" row); the FIFOs
+  are opened without blocking a thread and starts are bounded (a 110-pod start left 120-140 OS
+  threads, ~50 KiB each, that Go keeps for the process's life; now about 20). What would reach
+  40 MiB: no goroutine per log stream (one epoll loop for every FIFO), pod workers that exit
+  while their pod needs nothing (their stacks are the next largest part), and a smaller binary
+  (the k8s.io/api types are most of it). GOGC=50 took 3 MiB more off in one A/B run, for more GC
+  CPU; it is not set.
+- **Not a target, but read with care: the probes section's "all Ready".** The phase runs
+  after the 300-pod rows, podkeeper's first, while the peers' clean-up still loads the machine
+  (the kubelet's container garbage collection, podman's cleanup processes). Run alone on this
+  machine (2026-12-03), the same 110 probed pods were all Ready 8.7-9.8 s after the manifests
+  were written, 0.5-1 s after all were Running.
 - **Idle CPU (target 1% of a core).** Each pod worker relists its pod every 30 s (the safety
   net beside the exit events), asking only the pod's own shim; the memory trim adds one GC a
   minute. What remains in the shims' column is their own idle cost plus one state call per
