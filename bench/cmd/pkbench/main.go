@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -278,6 +279,9 @@ func run(ctx context.Context, o options) error {
 	// 6. Probes: podkeeper and the kubelet probing the same pods.
 	for i, rn := range runners {
 		if t, ok := rn.(probeTarget); ok {
+			if err := settle(ctx, 2*time.Minute); err != nil {
+				return err
+			}
 			r.probes = append(r.probes, measureProbes(ctx, t, o.footprint, o.liveKills, 21000+i*1000, o.window))
 			r.writePartial(o)
 		}
@@ -320,6 +324,29 @@ func measureCPU(ctx context.Context, w time.Duration, agent, shims []int, ctrd i
 	el := time.Since(t0).Seconds()
 	f := func(d int64) float64 { return float64(d) / clockTicks / el }
 	return cpuUse{window: w, agent: f(sumTicks(agent) - a0), shims: f(sumTicks(shims) - s0), container: f(cpuTicks(ctrd) - c0)}, nil
+}
+
+// settle waits until the machine's 1-minute load average is below its CPU count (the previous
+// phase's clean-up, such as the kubelet's container garbage collection or podman's cleanup
+// processes, has died down), at most max.
+func settle(ctx context.Context, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for {
+		b, _ := os.ReadFile("/proc/loadavg")
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			if l, err := strconv.ParseFloat(f[0], 64); err == nil && l < float64(runtime.NumCPU()) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Printf("load average still %s after %v; going on", loadAvg(), max)
+			return nil
+		}
+		if err := pause(ctx, 5*time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 func loadAvg() string {

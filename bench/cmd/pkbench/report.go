@@ -341,10 +341,11 @@ const analysis = `### Why a target is missed, and what would reach it
   (the k8s.io/api types are most of it). GOGC=50 took 3 MiB more off in one A/B run, for more GC
   CPU; it is not set.
 - **Not a target, but read with care: the probes section's "all Ready".** The phase runs
-  after the 300-pod rows, podkeeper's first, while the peers' clean-up still loads the machine
-  (the kubelet's container garbage collection, podman's cleanup processes). Run alone on this
-  machine (2026-12-03), the same 110 probed pods were all Ready 8.7-9.8 s after the manifests
-  were written, 0.5-1 s after all were Running.
+  after the 300-pod rows, podkeeper's first; pkbench waits (at most 2 minutes) for the 1-minute
+  load average to fall below the CPU count before each probes phase, but the peers' clean-up
+  (the kubelet's container garbage collection, podman's cleanup processes) may still load the
+  machine. Run alone on this machine (2026-12-03), the same 110 probed pods were all Ready
+  8.7-9.8 s after the manifests were written, 0.5-1 s after all were Running.
 - **Idle CPU (target 1% of a core).** Each pod worker relists its pod every 30 s (the safety
   net beside the exit events), asking only the pod's own shim; the memory trim adds one GC a
   minute. What remains in the shims' column is their own idle cost plus one state call per
