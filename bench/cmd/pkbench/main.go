@@ -332,9 +332,7 @@ func measureCPU(ctx context.Context, w time.Duration, agent, shims []int, ctrd i
 func settle(ctx context.Context, max time.Duration) error {
 	deadline := time.Now().Add(max)
 	for {
-		b, _ := os.ReadFile("/proc/loadavg")
-		f := strings.Fields(string(b))
-		if len(f) > 0 {
+		if f := loadFields(); len(f) > 0 {
 			if l, err := strconv.ParseFloat(f[0], 64); err == nil && l < float64(runtime.NumCPU()) {
 				return nil
 			}
@@ -349,9 +347,15 @@ func settle(ctx context.Context, max time.Duration) error {
 	}
 }
 
-func loadAvg() string {
+// loadFields are /proc/loadavg's fields (the 1, 5 and 15 minute load averages first); none
+// when it cannot be read.
+func loadFields() []string {
 	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
+	return strings.Fields(string(b))
+}
+
+func loadAvg() string {
+	f := loadFields()
 	if len(f) < 3 {
 		return "?"
 	}
