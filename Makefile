@@ -42,9 +42,15 @@ deps:
 
 # Unit and integration tests. Integration tests start their own containerd; a missing
 # containerd/runc/busybox fails the run (never skips).
+# Afterwards no CNI nat rule may be left that was not there before (per-pod chains, portmap's
+# shared chains): the tests' own clean-up is part of what they prove.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@cni_nat() { iptables-save -t nat 2>/dev/null | grep -c -- '^-A .*CNI-'; }; before=$$(cni_nat); \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...; rc=$$?; after=$$(cni_nat); \
+	if [ "$$after" -gt "$$before" ]; then \
+		echo "FAIL: the tests left $$((after - before)) CNI nat rules behind ($$before before, $$after after):"; \
+		iptables-save -t nat | grep -- 'CNI-'; exit 1; fi; exit $$rc
 
 # The issue's pod-network leak check: 1000 sandbox cycles (CNI ADD/DEL) on a private bridge,
 # then no IP reserved, no veth, no iptables rule left. `make test` runs the same test with 50.

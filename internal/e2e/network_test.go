@@ -21,9 +21,7 @@ import (
 // `get pods`, pod-to-pod traffic, a hostPort on 127.0.0.1, and everything released when the
 // manifests go, also after a `kill -9` of the agent.
 func TestPodNetworkEndToEnd(t *testing.T) {
-	if !testenv.PortmapChainsExist() {
-		t.Cleanup(testenv.RemovePortmapChains)
-	}
+	testenv.HoldPortmapChains(t)
 	a := startAgent(t, "pk-e2e-net")
 	_, subnet, _ := net.ParseCIDR(a.subnet)
 	// (the API answers before the agent has reached containerd and set up networking: poll)

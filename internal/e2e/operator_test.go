@@ -57,6 +57,7 @@ func TestOperator(t *testing.T) {
 	if err := reg.Push(env.Address, "unused", testenv.Image, ref); err != nil { // TestMain imported busybox there
 		t.Fatal(err)
 	}
+	testenv.HoldPortmapChains(t) // examples/web-hostport.yaml maps a hostPort (before the agent: released after its clean-up)
 	metricsAddr := freeAddr(t)
 	a := startAgentAt(t, "pk-e2e-operator", env.Address,
 		"--metrics-address", metricsAddr, "--registry-config-dir", hosts, "--docker-config", dockerConfig)

@@ -1,14 +1,107 @@
 package testenv
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"testing"
 )
 
 // CNI's portmap plugin creates three shared nat chains (and the jumps to them) the first time a
-// hostPort is mapped, and never removes them. Tests that map hostPorts remove them afterwards when
-// they did not exist before the test.
+// hostPort is mapped, and never removes them. Tests that map hostPorts call HoldPortmapChains:
+// the chains are removed when the last test holding them ends, and only when they did not exist
+// before the first one began. go test runs packages in parallel processes, so the holders are
+// kept in a state file under /run guarded by flock(2), not in memory.
+
+// portmapState is where the holders are recorded: the PIDs of the test processes holding the
+// chains, and whether the chains were there before any of them.
+var portmapState = "/run/podkeeper-test/portmap-chains.json"
+
+type portmapHolders struct {
+	PIDs        []int `json:"pids"`
+	Preexisting bool  `json:"preexisting"`
+}
+
+// HoldPortmapChains registers the test as a user of portmap's shared chains until it ends. When
+// the last holder (across processes; holders whose process is gone are dropped) releases them,
+// the chains are removed unless they existed before the first holder. A hold that cannot be
+// recorded fails the test.
+func HoldPortmapChains(t testing.TB) {
+	t.Helper()
+	if err := updatePortmapHolders(func(h *portmapHolders) {
+		if len(h.PIDs) == 0 {
+			h.Preexisting = PortmapChainsExist()
+		}
+		h.PIDs = append(h.PIDs, os.Getpid())
+	}); err != nil {
+		t.Fatalf("holding portmap's chains: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := updatePortmapHolders(func(h *portmapHolders) {
+			for i, p := range h.PIDs {
+				if p == os.Getpid() {
+					h.PIDs = append(h.PIDs[:i], h.PIDs[i+1:]...)
+					break
+				}
+			}
+			if len(h.PIDs) == 0 && !h.Preexisting {
+				RemovePortmapChains()
+			}
+		}); err != nil {
+			t.Errorf("releasing portmap's chains: %v", err)
+		}
+	})
+}
+
+// updatePortmapHolders runs f on the holders under an exclusive lock, after dropping holders
+// whose process has ended, and writes the result back (removing the file when none is left).
+func updatePortmapHolders(f func(*portmapHolders)) error {
+	if err := os.MkdirAll(filepath.Dir(portmapState), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(portmapState+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("flock %s: %w", lock.Name(), err)
+	}
+	var h portmapHolders
+	b, err := os.ReadFile(portmapState)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal(b, &h); err != nil {
+			return fmt.Errorf("%s: %w", portmapState, err)
+		}
+	}
+	alive := h.PIDs[:0]
+	for _, p := range h.PIDs {
+		if syscall.Kill(p, 0) == nil {
+			alive = append(alive, p)
+		}
+	}
+	h.PIDs = alive
+	f(&h)
+	if len(h.PIDs) == 0 {
+		if err := os.Remove(portmapState); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if b, err = json.Marshal(h); err != nil {
+		return err
+	}
+	return os.WriteFile(portmapState, b, 0o600)
+}
 
 // PortmapChainsExist reports whether portmap's shared chains are present.
 func PortmapChainsExist() bool {

@@ -63,13 +63,8 @@ func newTestNet(t *testing.T) *testNet {
 			Default:  DefaultNetwork{Name: "pkt-" + hex.EncodeToString(b), Bridge: bridge, Subnet: subnet, DataDir: filepath.Join(dir, "ipam")},
 		},
 	}
-	hadChains := testenv.PortmapChainsExist()
-	t.Cleanup(func() {
-		_ = exec.Command("ip", "link", "del", bridge).Run()
-		if !hadChains {
-			testenv.RemovePortmapChains()
-		}
-	})
+	testenv.HoldPortmapChains(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
 	return n
 }
 
