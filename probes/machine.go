@@ -6,8 +6,10 @@ import "time"
 // passes the time in. It decides when the probe runs and turns the results of single runs into
 // the probe's result, as the kubelet does:
 //
-//   - The first run is due initialDelay (+ a small jitter) after the container started, then
-//     every period (a run that overran its period is not repeated to catch up).
+//   - The first run is due once initialDelay has passed since the container started, and never
+//     before the machine exists (a container adopted long after its start is probed at once);
+//     a liveness probe's first run then waits its lag too. Then every period (a run that
+//     overran its period is not repeated to catch up).
 //
 //   - The result changes to Success after successThreshold consecutive successes and to Failure
 //     after failureThreshold consecutive failures; anything in between keeps the old result.
@@ -20,6 +22,7 @@ import "time"
 type Machine struct {
 	kind    Kind
 	spec    Spec
+	lag     time.Duration // liveness: from "may run" to the first run
 	next    time.Time
 	lastRaw Result
 	run     int
@@ -38,9 +41,23 @@ func InitialResult(k Kind) Result {
 	return Unknown
 }
 
-// NewMachine returns the machine of a probe of a container that started at startedAt.
-func NewMachine(kind Kind, spec Spec, startedAt time.Time, jitter time.Duration) *Machine {
-	return &Machine{kind: kind, spec: spec, next: startedAt.Add(spec.InitialDelay + jitter), result: InitialResult(kind)}
+// NewMachine returns the machine, made at now, of a probe of a container that started at
+// startedAt. lag delays a liveness probe's first run (after the initial delay, or after the
+// startup probe passed: RunNow); readiness and startup probes ignore it.
+//
+// This is the kubelet's timing: its prober triggers a readiness run as soon as it sees a running
+// container that is not ready yet, while a liveness probe waits for its worker's next tick, which
+// comes at a random point of the period. Probing liveness in the first instants of a process
+// that has not had time to listen would restart containers the kubelet never restarts.
+func NewMachine(kind Kind, spec Spec, startedAt, now time.Time, lag time.Duration) *Machine {
+	if kind != Liveness {
+		lag = 0
+	}
+	first := startedAt.Add(spec.InitialDelay)
+	if first.Before(now) {
+		first = now
+	}
+	return &Machine{kind: kind, spec: spec, lag: lag, next: first.Add(lag), result: InitialResult(kind)}
 }
 
 // Result is the probe's current result.
@@ -52,11 +69,12 @@ func (m *Machine) Done() bool { return m.done }
 // Due is when the probe should run next (meaningless once Done).
 func (m *Machine) Due() time.Time { return m.next }
 
-// RunNow makes the next run due at now when it was due later (the startup probe just passed:
-// liveness and readiness need not wait for their next period).
+// RunNow makes the next run due at now (a liveness probe: now plus its lag) when it was due
+// later: the startup probe just passed, so liveness and readiness need not wait for their next
+// period.
 func (m *Machine) RunNow(now time.Time) {
-	if now.Before(m.next) {
-		m.next = now
+	if at := now.Add(m.lag); at.Before(m.next) {
+		m.next = at
 	}
 }
 

@@ -59,7 +59,8 @@ func TestMachineThresholds(t *testing.T) {
 		name    string
 		kind    Kind
 		spec    Spec
-		jitter  time.Duration
+		made    time.Duration // when the machine is made, after t0 (the container's start)
+		lag     time.Duration
 		until   time.Duration
 		script  func(time.Time) Result
 		gate    func(time.Time) bool
@@ -72,10 +73,30 @@ func TestMachineThresholds(t *testing.T) {
 		until: sec(25), script: failFrom(sec(1000)),
 		want: []change{{0, Success}}, wantRun: 3,
 	}, {
-		name: "initial delay and jitter move the first run",
+		name: "initial delay moves the first run; a readiness probe ignores the lag",
 		kind: Readiness, spec: Spec{InitialDelay: sec(5), Period: sec(10), SuccessThreshold: 1, FailureThreshold: 3},
-		jitter: 300 * time.Millisecond, until: sec(30), script: failFrom(sec(1000)),
-		want: []change{{sec(5) + 300*time.Millisecond, Success}}, wantRun: 3,
+		lag: 300 * time.Millisecond, until: sec(30), script: failFrom(sec(1000)),
+		want: []change{{sec(5), Success}}, wantRun: 3,
+	}, {
+		name: "a liveness probe's first run waits its lag after the initial delay",
+		kind: Liveness, spec: Spec{InitialDelay: sec(5), Period: sec(10), SuccessThreshold: 1, FailureThreshold: 1},
+		lag: 300 * time.Millisecond, until: sec(30), script: failFrom(0),
+		want: []change{{sec(5) + 300*time.Millisecond, Failure}}, wantRun: 1, done: true,
+	}, {
+		name: "a liveness probe with no initial delay waits its lag from when it is made",
+		kind: Liveness, spec: Spec{Period: sec(1), SuccessThreshold: 1, FailureThreshold: 1},
+		made: 200 * time.Millisecond, lag: 700 * time.Millisecond, until: sec(10), script: failFrom(0),
+		want: []change{{900 * time.Millisecond, Failure}}, wantRun: 1, done: true,
+	}, {
+		name: "a container adopted after its initial delay is probed when the machine is made",
+		kind: Readiness, spec: Spec{InitialDelay: sec(5), Period: sec(10), SuccessThreshold: 1, FailureThreshold: 3},
+		made: sec(3600), until: sec(3600), script: failFrom(sec(100000)),
+		want: []change{{sec(3600), Success}}, wantRun: 1,
+	}, {
+		name: "a container seen before its initial delay ran out is probed when it does",
+		kind: Startup, spec: Spec{InitialDelay: sec(5), Period: sec(10), SuccessThreshold: 1, FailureThreshold: 3},
+		made: sec(2), lag: sec(1), until: sec(6), script: failFrom(sec(100000)),
+		want: []change{{sec(5), Success}}, wantRun: 1, done: true,
 	}, {
 		name: "readiness needs successThreshold successes in a row",
 		kind: Readiness, spec: Spec{Period: sec(1), SuccessThreshold: 3, FailureThreshold: 1},
@@ -135,7 +156,7 @@ func TestMachineThresholds(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := NewMachine(tc.kind, tc.spec, t0, tc.jitter)
+			m := NewMachine(tc.kind, tc.spec, t0, t0.Add(tc.made), tc.lag)
 			if m.Result() != InitialResult(tc.kind) {
 				t.Fatalf("initial result %v", m.Result())
 			}
@@ -159,7 +180,7 @@ func TestMachineThresholds(t *testing.T) {
 }
 
 func TestMachineSlowRunDoesNotCatchUp(t *testing.T) {
-	m := NewMachine(Readiness, Spec{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, 0)
+	m := NewMachine(Readiness, Spec{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, t0, 0)
 	// A run due at 0 finishing at 3.5 s (a long timeout): the next is due at 4 s, not at 1 s.
 	m.Record(t0.Add(3500*time.Millisecond), Success)
 	if got := m.Due().Sub(t0); got != 4*time.Second {
@@ -182,7 +203,7 @@ func TestGracePeriod(t *testing.T) {
 }
 
 func TestMachineRunNow(t *testing.T) {
-	m := NewMachine(Readiness, Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, 0)
+	m := NewMachine(Readiness, Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, t0, 0)
 	m.Skip(t0) // gated: next due at 10 s
 	m.RunNow(t0.Add(3 * time.Second))
 	if got := m.Due().Sub(t0); got != 3*time.Second {
@@ -194,5 +215,13 @@ func TestMachineRunNow(t *testing.T) {
 	m.RunNow(t0.Add(20 * time.Second)) // already due earlier: unchanged
 	if got := m.Due().Sub(t0); got != 13*time.Second {
 		t.Fatalf("RunNow moved a due time later: %v", got)
+	}
+
+	// A liveness probe gated by a startup probe runs its lag after the startup probe passed.
+	l := NewMachine(Liveness, Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 3}, t0, t0, 400*time.Millisecond)
+	l.Skip(t0.Add(400 * time.Millisecond)) // gated: next due at 10.4 s
+	l.RunNow(t0.Add(3 * time.Second))
+	if got := l.Due().Sub(t0); got != 3400*time.Millisecond {
+		t.Fatalf("liveness due %v after RunNow at 3s with a 400ms lag, want 3.4s", got)
 	}
 }

@@ -20,9 +20,12 @@ type Config struct {
 	// probe run, with the event the kubelet records for it.
 	Events func(Event)
 	Logger *slog.Logger
-	// Jitter returns the delay added to a probe's first run; nil: random in [0, min(period, 1 s)),
-	// so that pods started together do not probe in lockstep.
-	Jitter func(period time.Duration) time.Duration
+	// LivenessLag returns how long a liveness probe waits for its first run once it may run
+	// (initial delay passed, startup probe passed); nil: random in (0, period], where the
+	// kubelet's prober worker, ticking every period, first meets the running container. It also
+	// keeps pods started together from probing in lockstep. Readiness and startup probes run at
+	// once (see NewMachine).
+	LivenessLag func(period time.Duration) time.Duration
 }
 
 // Event is an Unhealthy (or ProbeWarning) event about one probe run.
@@ -76,12 +79,12 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = func(period time.Duration) time.Duration {
-			if period > time.Second {
-				period = time.Second
+	if cfg.LivenessLag == nil {
+		cfg.LivenessLag = func(period time.Duration) time.Duration {
+			if period <= 0 {
+				return 0
 			}
-			return rand.N(period)
+			return period - rand.N(period)
 		}
 	}
 	return &Manager{cfg: cfg, tr: newTransport(), updates: make(chan Update, 256), containers: map[string]*probed{}}
@@ -124,7 +127,7 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 			herr := err
 			h = func(context.Context, Target, time.Duration) Outcome { return Outcome{Result: Failure, Err: herr} }
 		}
-		mach := NewMachine(k, spec, startedAt, m.cfg.Jitter(spec.Period))
+		mach := NewMachine(k, spec, startedAt, time.Now(), m.cfg.LivenessLag(spec.Period))
 		go m.run(ctx, p, k, mach, h, t, spec)
 	}
 }

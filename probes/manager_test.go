@@ -32,7 +32,7 @@ func TestManagerStartupGatesAndResults(t *testing.T) {
 	})
 	var evMu sync.Mutex
 	var events []Event
-	m := NewManager(Config{Exec: ex, Jitter: func(time.Duration) time.Duration { return 0 }, Events: func(e Event) {
+	m := NewManager(Config{Exec: ex, LivenessLag: func(time.Duration) time.Duration { return 0 }, Events: func(e Event) {
 		evMu.Lock()
 		events = append(events, e)
 		evMu.Unlock()

@@ -37,7 +37,8 @@ type options struct {
 	kubelet   string // kubelet binary
 	conform   bool   // run the differential check against the kubelet instead of the benchmark
 	settle    time.Duration
-	peers     bool // also run podman and the real kubelet
+	peers     bool   // also run podman and the real kubelet
+	only      string // run only this section ("probes"); empty: all
 }
 
 func parseOptions() options {
@@ -53,6 +54,7 @@ func parseOptions() options {
 	flag.DurationVar(&o.settle, "settle", 40*time.Second, "conformance: sample both every second for this long after the manifests are written")
 	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
+	flag.StringVar(&o.only, "only", "", "run only this section for a focused look (\"probes\": section 6 and the liveness rows); use with -out ''")
 	flag.Parse()
 	o.runs, o.window, o.kills, o.liveKills = 50, 60*time.Second, 30, 10
 	o.sizes = []int{10, 110, 300}
@@ -64,6 +66,9 @@ func parseOptions() options {
 	}
 	if *runs > 0 {
 		o.runs = *runs
+	}
+	if o.only != "" && o.only != "probes" {
+		log.Fatalf("-only %q: the one section that runs alone is \"probes\"", o.only)
 	}
 	if *window > 0 {
 		o.window = *window
@@ -203,9 +208,12 @@ func run(ctx context.Context, o options) error {
 	r.agentIdle = memOf(pk.cmd.Process.Pid)
 
 	// 1. One pod at a time, the runners interleaved so that they share the machine's load.
-	log.Printf("single pod start, %d runs per runner", o.runs)
 	r.single = map[string]sample{}
 	r.singleDown = map[string]sample{}
+	if o.only != "" {
+		o.runs, o.sizes = 0, nil
+	}
+	log.Printf("single pod start, %d runs per runner", o.runs)
 	for i := 0; i < o.runs; i++ {
 		for _, rn := range runners {
 			if err := ctx.Err(); err != nil {

@@ -39,7 +39,9 @@ type probeResult struct {
 	cpu     cpuUse
 	// liveness: httpd killed -> Running with restartCount 1
 	liveness sample
-	err      string
+	// container running -> its first readiness / liveness probe (firstprobe.go)
+	firstReady, firstLive sample
+	err                   string
 }
 
 // probeServer is a probed pod's command: httpd in the background (the probe's target; killing it
@@ -153,6 +155,12 @@ func measureProbes(ctx context.Context, t probeTarget, n, kills, base int, windo
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	if _, err := t.RemoveAll(ctx); err != nil {
+		return fail(err)
+	}
+	if res.firstReady, res.firstLive, err = measureFirstProbes(ctx, t, kills); err != nil {
+		return fail(err)
 	}
 	if _, err := t.RemoveAll(ctx); err != nil {
 		return fail(err)

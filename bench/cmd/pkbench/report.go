@@ -381,6 +381,8 @@ func (r *results) probesSection(w func(string, ...any)) {
 		w("\n")
 	}
 	row("manifests written -> all Ready", func(p probeResult) string { return ms(p.ready) })
+	row(fmt.Sprintf("container running -> first readiness probe (%d pods at once)", o.liveKills), func(p probeResult) string { return p.firstReady.summary(false) })
+	row(fmt.Sprintf("container running -> first liveness probe (%d pods at once)", o.liveKills), func(p probeResult) string { return p.firstLive.summary(false) })
 	row("agent RSS / Pss", func(p probeResult) string { return fmt.Sprintf("%s / %s", mib(p.agent.RSS), mib(p.agent.PSS)) })
 	row(fmt.Sprintf("CPU over %v: agent (%% of a core)", o.window), func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.agent*100) })
 	row("CPU: shims (all)", func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.shims*100) })
