@@ -14,7 +14,7 @@ import (
 // fakeCall is one recorded Runtime call.
 type fakeCall struct {
 	Seq     int
-	Op      string // EnsureImage, CreateSandbox, StartContainer, StopContainer, Finalize, RemoveContainer, ListContainers, RemovePodFiles
+	Op      string // EnsureImage, CreateSandbox, StartContainer, StopContainer, RecordExit, Finalize, RemoveContainer, ListContainers, RemovePodFiles
 	ID      string // container ID (created, stopped, removed...)
 	PodUID  string
 	Name    string // container name; image ref for EnsureImage
@@ -139,6 +139,17 @@ func (f *fakeRuntime) exitLocked(r *ContainerRecord, code int32) {
 	r.ExitCode = code
 	r.FinishedAt = time.Now()
 	f.exits <- ExitEvent{PodUID: r.PodUID, ContainerID: r.ID, ExitCode: uint32(code), ExitedAt: r.FinishedAt}
+}
+
+func (f *fakeRuntime) RecordExit(_ context.Context, id string) (ContainerRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	if r == nil {
+		return ContainerRecord{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
+	}
+	f.recordLocked(fakeCall{Op: "RecordExit", ID: id, PodUID: r.PodUID, Name: r.Name})
+	return *r, nil
 }
 
 func (f *fakeRuntime) Finalize(_ context.Context, id string) (ContainerRecord, error) {

@@ -459,6 +459,40 @@ func TestManagerBackoffDelaysSecondRestart(t *testing.T) {
 	}
 }
 
+// A crashed container's exit is recorded first, then its replacement starts, and only then is
+// the old instance's task released: the task's delete (a shim round trip and runc delete) is not
+// on the restart's path. The old instance stays as the record of lastState.
+func TestManagerReplacementStartsBeforeOldTaskIsReleased(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	e.m.Update([]*corev1.Pod{mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")})
+	e.run(t)
+	first := e.waitRunning(t, "uid-a", "main", 0)
+	e.rt.Exit(t, first.ID, 3)
+	e.waitRunning(t, "uid-a", "main", 1)
+	seq := func(op string) int {
+		for _, c := range e.rt.Calls(op) {
+			if (op == "StartContainer" && c.Attempt == 1) || (op != "StartContainer" && c.ID == first.ID) {
+				return c.Seq
+			}
+		}
+		return 0
+	}
+	waitFor(t, "the old task released", func() bool { return seq("Finalize") > 0 })
+	rec, start, fin := seq("RecordExit"), seq("StartContainer"), seq("Finalize")
+	if !(rec > 0 && rec < start && start < fin) {
+		t.Fatalf("call order: RecordExit #%d, replacement StartContainer #%d, Finalize #%d; want them in that order", rec, start, fin)
+	}
+	for _, r := range e.rt.Containers("uid-a") {
+		if r.ID == first.ID && (r.State != StateExited || r.TaskPresent) {
+			t.Fatalf("old instance after the restart: %+v, want exited with its task released", r)
+		}
+	}
+	cs, _ := e.containerStatus("uid-a", "main")
+	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 3 {
+		t.Fatalf("lastState = %+v, want the exit with 3", cs.LastTerminationState)
+	}
+}
+
 func TestManagerRestartPolicyNever(t *testing.T) {
 	e := newEnv(t, BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, ResetAfter: time.Hour})
 	e.m.Update([]*corev1.Pod{mgrPod("uid-a", "a", corev1.RestartPolicyNever, "main")})

@@ -17,7 +17,7 @@ import (
 //     pod that cannot be rebuilt from ListContainers (labels are the record of what runs).
 //   - A pod's containers are written only by that pod's worker: the runtime never starts, stops or
 //     removes a container on its own.
-//   - Create* methods are not idempotent (a new ID each time); Stop*, Remove* and Finalize are: doing
+//   - Create* methods are not idempotent (a new ID each time); Stop*, Remove*, RecordExit and Finalize are: doing
 //     them twice, or on something already gone, is not an error.
 type Runtime interface {
 	// EnsureImage makes ref usable for a container according to policy (pulling, unpacking or
@@ -42,7 +42,13 @@ type Runtime interface {
 	// once the process is gone (or ctx ends). Stopping a container that is not running is a no-op.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 
-	// Finalize records a stopped container's exit in its labels and releases its task (shim
+	// RecordExit records a stopped container's exit in its labels (finish time, exit code,
+	// reason, termination message, OOMKilled) and returns its record, State Exited, with the task
+	// left in place (TaskPresent). A container whose task has not stopped is returned as its labels
+	// say, nothing written. Recording twice writes once.
+	RecordExit(ctx context.Context, id string) (ContainerRecord, error)
+
+	// Finalize records a stopped container's exit (as RecordExit) and releases its task (shim
 	// resources, FIFOs). The container record stays for lastState and `logs --previous`.
 	Finalize(ctx context.Context, id string) (ContainerRecord, error)
 

@@ -158,7 +158,9 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// observe lists the pod's containers and releases the tasks of exited ones.
+// observe lists the pod's containers and records the exits of those whose task has stopped. Their
+// tasks stay until releaseExited, which the sync runs after acting on the view: a replacement's
+// start does not wait for the old task's delete.
 func (w *worker) observe(ctx context.Context) (PodView, error) {
 	recs, err := w.m.rt.ListContainers(ctx, string(w.uid))
 	if err != nil {
@@ -166,10 +168,13 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 	}
 	for i, r := range recs {
 		if r.State == StateExited && r.TaskPresent {
-			fin, err := w.m.rt.Finalize(ctx, r.ID)
+			fin, err := w.m.rt.RecordExit(ctx, r.ID)
 			if err != nil {
-				w.log.Warn("release exited task", "container", r.Name, "id", r.ID, "err", err)
+				w.log.Warn("record exit", "container", r.Name, "id", r.ID, "err", err)
 				continue
+			}
+			if fin.State != StateExited {
+				continue // (not recorded: the list's view of it stands)
 			}
 			fin.CreatedAt, fin.ImageID = r.CreatedAt, r.ImageID
 			recs[i] = fin
@@ -181,6 +186,27 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 	forgetGone(w.killedByUs, recs)
 	forgetGone(w.reported, recs)
 	return NewPodView(recs), nil
+}
+
+// releaseExited deletes the tasks of the exited containers of v (shim resources, FIFOs); the
+// containers stay for lastState and `logs --previous`. A failure is retried at the next sync.
+func (w *worker) releaseExited(ctx context.Context, v PodView) {
+	release := func(r ContainerRecord) {
+		if r.State != StateExited || !r.TaskPresent {
+			return
+		}
+		if _, err := w.m.rt.Finalize(ctx, r.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			w.log.Warn("release exited task", "container", r.Name, "id", r.ID, "err", err)
+		}
+	}
+	for _, rs := range v.Containers {
+		for _, r := range rs {
+			release(r)
+		}
+	}
+	for _, r := range v.Sandboxes {
+		release(r)
+	}
 }
 
 // forgetGone drops the entries of set whose container no longer exists, so the worker's
@@ -248,32 +274,43 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 			w.log.Warn("cannot read pod state from the runtime", "err", err)
 			return now.Add(2 * time.Second)
 		}
-		if hold, again := w.evictionHold(ctx, pod, v); hold {
-			return now.Add(time.Minute) // woken when the eviction clears
-		} else if again {
-			continue
-		}
-		if !w.admitted(pod, v) {
-			return now.Add(AdmissionRetry)
-		}
-		if w.syncProbes(ctx, pod, v) {
-			continue // a container failed its liveness probe and was stopped: look again
-		}
-		plan := PlanPod(pod, v, w.gate(v, now), now)
-		w.noteBackoffs(pod, plan)
-		w.publish(pod, v, plan, false)
-		acted, retryAt := w.execute(ctx, pod, v, plan)
-		if !acted {
-			if len(w.imgWaiting) > 0 {
-				w.publish(pod, v, plan, false)
-			}
-			if !retryAt.IsZero() && (plan.WakeAt.IsZero() || retryAt.Before(plan.WakeAt)) {
-				return retryAt
-			}
-			return plan.WakeAt
+		next, again := w.step(ctx, pod, v, now)
+		w.releaseExited(ctx, v)
+		if !again {
+			return next
 		}
 	}
 	return time.Now()
+}
+
+// step acts once on the view v: it returns whether to observe and act again at once, else when
+// the next change is due by itself (zero: none).
+func (w *worker) step(ctx context.Context, pod *corev1.Pod, v PodView, now time.Time) (time.Time, bool) {
+	if hold, again := w.evictionHold(ctx, pod, v); hold {
+		return now.Add(time.Minute), false // woken when the eviction clears
+	} else if again {
+		return time.Time{}, true
+	}
+	if !w.admitted(pod, v) {
+		return now.Add(AdmissionRetry), false
+	}
+	if w.syncProbes(ctx, pod, v) {
+		return time.Time{}, true // a container failed its liveness probe and was stopped: look again
+	}
+	plan := PlanPod(pod, v, w.gate(v, now), now)
+	w.noteBackoffs(pod, plan)
+	w.publish(pod, v, plan, false)
+	acted, retryAt := w.execute(ctx, pod, v, plan)
+	if acted {
+		return time.Time{}, true
+	}
+	if len(w.imgWaiting) > 0 {
+		w.publish(pod, v, plan, false)
+	}
+	if !retryAt.IsZero() && (plan.WakeAt.IsZero() || retryAt.Before(plan.WakeAt)) {
+		return retryAt, false
+	}
+	return plan.WakeAt, false
 }
 
 // noteBackoffs records a BackOff event once per exited instance kept waiting.

@@ -793,32 +793,39 @@ func (r *Runtime) stopTask(ctx context.Context, c containerd.Container, grace ti
 	}
 }
 
-// Finalize implements podrunner.Runtime.
+// RecordExit implements podrunner.Runtime: the exit of a stopped task is written to the
+// container's labels (finish time, exit code, reason, termination message, OOMKilled: the memory
+// cgroup is read now, before the task's delete removes it). The task stays.
+func (r *Runtime) RecordExit(ctx context.Context, id string) (podrunner.ContainerRecord, error) {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return podrunner.ContainerRecord{}, fmt.Errorf("load container %s: %w", id, wrapNotFound(err))
+	}
+	labels, err := r.recordExit(ctx, c, r.taskOf(ctx, c))
+	if err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
+	return exitedRecord(id, labels, true), nil
+}
+
+// Finalize implements podrunner.Runtime: RecordExit, then the task's delete.
 func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerRecord, error) {
 	ctx = r.ctx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("load container %s: %w", id, wrapNotFound(err))
 	}
-	r.mu.Lock()
-	tio := r.running[id]
-	delete(r.running, id)
-	r.mu.Unlock()
-	var task containerd.Task
-	if tio != nil {
-		task = tio.task
-	} else if t, err := c.Task(ctx, nil); err == nil {
-		task = t
-	}
-	labels, err := c.Labels(ctx)
+	task := r.taskOf(ctx, c)
+	labels, err := r.recordExit(ctx, c, task)
 	if err != nil {
-		return podrunner.ContainerRecord{}, fmt.Errorf("labels of %s: %w", id, err)
+		return podrunner.ContainerRecord{}, err
 	}
 	if task != nil {
-		var oomKilled bool
-		if st, err := task.Status(ctx); err == nil && st.Status == containerd.Stopped {
-			oomKilled = r.wasOOMKilled(labels[LabelPodUID], id, int32(st.ExitStatus))
-		}
+		r.mu.Lock()
+		tio := r.running[id]
+		delete(r.running, id)
+		r.mu.Unlock()
 		st, err := task.Delete(ctx)
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
@@ -830,34 +837,79 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		}
 		r.release(tio)
 		if st != nil && labels[LabelFinishedAt] == "" {
-			code := int32(st.ExitCode())
-			at := st.ExitTime()
-			if at.IsZero() || at.Year() < 2000 {
-				at = time.Now()
-			}
-			upd := map[string]string{
-				LabelFinishedAt: formatTime(at),
-				LabelExitCode:   strconv.Itoa(int(code)),
-				LabelReason:     exitReason(code),
-			}
-			if msg := terminationMessage(labels, code); msg != "" {
-				upd[LabelMessage] = msg
-			}
-			if oomKilled {
-				upd[LabelReason] = "OOMKilled"
-			}
-			if labels, err = c.SetLabels(ctx, upd); err != nil {
-				return podrunner.ContainerRecord{}, fmt.Errorf("record exit of %s: %w", id, err)
+			// It stopped between the status read and the delete: recorded from the delete.
+			if labels, err = r.writeExit(ctx, c, labels, int32(st.ExitCode()), st.ExitTime(), false); err != nil {
+				return podrunner.ContainerRecord{}, err
 			}
 		}
 	}
+	return exitedRecord(id, labels, false), nil
+}
+
+// taskOf is container c's task: the one this process started, else containerd's; nil when none.
+func (r *Runtime) taskOf(ctx context.Context, c containerd.Container) containerd.Task {
+	r.mu.Lock()
+	tio := r.running[c.ID()]
+	r.mu.Unlock()
+	if tio != nil {
+		return tio.task
+	}
+	if t, err := c.Task(ctx, nil); err == nil {
+		return t
+	}
+	return nil
+}
+
+// recordExit returns c's labels, with its exit recorded when its task has stopped and the exit
+// is not recorded yet (once per exit: the OOM bookkeeping counts it).
+func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task containerd.Task) (map[string]string, error) {
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("labels of %s: %w", c.ID(), err)
+	}
+	if task == nil || labels[LabelFinishedAt] != "" {
+		return labels, nil
+	}
+	st, err := task.Status(ctx)
+	if err != nil || st.Status != containerd.Stopped {
+		return labels, nil
+	}
+	code := int32(st.ExitStatus)
+	return r.writeExit(ctx, c, labels, code, st.ExitTime, r.wasOOMKilled(labels[LabelPodUID], c.ID(), code))
+}
+
+// writeExit records an exit in c's labels and returns them.
+func (r *Runtime) writeExit(ctx context.Context, c containerd.Container, labels map[string]string, code int32, at time.Time, oomKilled bool) (map[string]string, error) {
+	if at.IsZero() || at.Year() < 2000 {
+		at = time.Now()
+	}
+	upd := map[string]string{
+		LabelFinishedAt: formatTime(at),
+		LabelExitCode:   strconv.Itoa(int(code)),
+		LabelReason:     exitReason(code),
+	}
+	if msg := terminationMessage(labels, code); msg != "" {
+		upd[LabelMessage] = msg
+	}
+	if oomKilled {
+		upd[LabelReason] = "OOMKilled"
+	}
+	labels, err := c.SetLabels(ctx, upd)
+	if err != nil {
+		return nil, fmt.Errorf("record exit of %s: %w", c.ID(), err)
+	}
+	return labels, nil
+}
+
+// exitedRecord is the record of a container whose exit was recorded (created: never started).
+func exitedRecord(id string, labels map[string]string, taskPresent bool) podrunner.ContainerRecord {
 	rec := recordFromLabels(id, labels)
 	rec.State = podrunner.StateExited
 	if labels[LabelFinishedAt] == "" {
 		rec.State = podrunner.StateCreated
 	}
-	rec.Message = labels[LabelMessage]
-	return rec, nil
+	rec.TaskPresent = taskPresent
+	return rec
 }
 
 // release flushes a finished task's log streams and deletes its FIFOs. nil is a no-op.
