@@ -275,10 +275,15 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) time.Time {
 			return now.Add(2 * time.Second)
 		}
 		next, again := w.step(ctx, pod, v, now)
-		w.releaseExited(ctx, v)
 		if !again {
+			w.releaseExited(ctx, v)
 			return next
 		}
+		// Acted (a replacement started, say): the exited tasks are released once the next step
+		// has published the new state, so that neither the start nor its status waits for them.
+	}
+	if v, err := w.observe(ctx); err == nil {
+		w.releaseExited(ctx, v)
 	}
 	return time.Now()
 }

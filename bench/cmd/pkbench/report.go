@@ -322,10 +322,14 @@ const analysis = `### Why a target is missed, and what would reach it
   sandbox + network + container work.
 - **Reaction (target: restart within 100 ms of the exit event).** The replacement is a full
   create+start of a container (snapshot, container, task, runc create and start: the floor's
-  figure alone), preceded by the worker's observation and the old task's delete and exit labels.
-  100 ms is about one create+start here, so it can only be met by doing the create ahead of time
-  (a standby container per restartable container, started on the exit) or by starting the
-  replacement before finalising the old instance; neither is done today.
+  figure alone), preceded by the worker's observation (the pod's containers listed, the exit
+  written to the old instance's labels). The old task's delete (a shim round trip and runc
+  delete) comes after the replacement's start and its status (since 2026-12-03; an A/B on one
+  machine, quick mode, 20 kills each: exit -> start 210 -> 160 ms p50, kill -> API Running 232
+  -> 183 ms, floor 144 / 142 ms). What is left above the floor's create+start is the
+  observation and the exit record (two metadata round trips and a label write). 100 ms is
+  about one create+start on a fast host, so it can only be met by doing the create ahead of
+  time: a standby container per restartable container, started on the exit.
 - **Agent RSS (target 40 MiB at 110 pods).** Measured at 110 pods: about 24 MiB of the RSS is
   the binary's own pages (file-backed: the Kubernetes API types, the containerd client, gRPC;
   /proc/PID/smaps_rollup's Pss_File), the rest anonymous: goroutine stacks (a worker per pod and
@@ -340,6 +344,13 @@ const analysis = `### Why a target is missed, and what would reach it
   while their pod needs nothing (their stacks are the next largest part), and a smaller binary
   (the k8s.io/api types are most of it). GOGC=50 took 3 MiB more off in one A/B run, for more GC
   CPU; it is not set.
+- **Liveness and the first probes (section 6).** podkeeper's probes start as the kubelet's:
+  readiness at once when the container is seen running, liveness a random part of its period
+  later; the "first probe" rows measure both agents on one clock (the container's first
+  command fetches a URL of pkbench's, and so do the probes). The liveness row kills each pod's
+  httpd once; a pod whose liveness probe had already failed once (a probe before its httpd
+  listened) would meet the 10 s CrashLoopBackOff on the kill: this happened to all 10 pods
+  before liveness's first run waited like the kubelet's (10.6 s p50).
 - **Not a target, but read with care: the probes section's "all Ready".** The phase runs
   after the 300-pod rows, podkeeper's first; pkbench waits (at most 2 minutes) for the 1-minute
   load average to fall below the CPU count before each probes phase, but the peers' clean-up
