@@ -149,6 +149,9 @@ func (f *fakeRuntime) RecordExit(_ context.Context, id string) (ContainerRecord,
 		return ContainerRecord{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
 	}
 	f.recordLocked(fakeCall{Op: "RecordExit", ID: id, PodUID: r.PodUID, Name: r.Name})
+	if r.State == StateExited {
+		r.ExitRecorded = true
+	}
 	return *r, nil
 }
 
@@ -161,6 +164,7 @@ func (f *fakeRuntime) Finalize(_ context.Context, id string) (ContainerRecord, e
 	}
 	f.recordLocked(fakeCall{Op: "Finalize", ID: id, PodUID: r.PodUID, Name: r.Name})
 	r.TaskPresent = false
+	r.ExitRecorded = r.State == StateExited
 	return *r, nil
 }
 

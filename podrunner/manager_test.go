@@ -482,6 +482,15 @@ func TestManagerReplacementStartsBeforeOldTaskIsReleased(t *testing.T) {
 	if !(rec > 0 && rec < start && start < fin) {
 		t.Fatalf("call order: RecordExit #%d, replacement StartContainer #%d, Finalize #%d; want them in that order", rec, start, fin)
 	}
+	n := 0
+	for _, c := range e.rt.Calls("RecordExit") {
+		if c.ID == first.ID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the exit was recorded %d times, want once (a recorded exit is not asked again)", n)
+	}
 	for _, r := range e.rt.Containers("uid-a") {
 		if r.ID == first.ID && (r.State != StateExited || r.TaskPresent) {
 			t.Fatalf("old instance after the restart: %+v, want exited with its task released", r)

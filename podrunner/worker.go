@@ -167,7 +167,7 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 		return PodView{}, err
 	}
 	for i, r := range recs {
-		if r.State == StateExited && r.TaskPresent {
+		if r.State == StateExited && r.TaskPresent && !r.ExitRecorded {
 			fin, err := w.m.rt.RecordExit(ctx, r.ID)
 			if err != nil {
 				w.log.Warn("record exit", "container", r.Name, "id", r.ID, "err", err)

@@ -909,6 +909,7 @@ func exitedRecord(id string, labels map[string]string, taskPresent bool) podrunn
 		rec.State = podrunner.StateCreated
 	}
 	rec.TaskPresent = taskPresent
+	rec.ExitRecorded = labels[LabelFinishedAt] != ""
 	return rec
 }
 
@@ -1038,6 +1039,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 	out := make([]podrunner.ContainerRecord, 0, len(cs))
 	for _, c := range cs {
 		rec := recordFromLabels(c.ID, c.Labels)
+		rec.ExitRecorded = c.Labels[LabelFinishedAt] != ""
 		rec.CreatedAt = c.CreatedAt
 		rec.Message = c.Labels[LabelMessage]
 		r.remember(c.ID, rec.PodUID)
