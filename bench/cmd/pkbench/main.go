@@ -163,6 +163,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	r := &results{opts: o, machine: m}
+	if f := os.Getenv("PKBENCH_AGENT_FLAGS"); f != "" {
+		r.notes = append(r.notes, "podkeeper ran with PKBENCH_AGENT_FLAGS="+f)
+	}
 	ctrdPID := containerdPID(env.Dir)
 	r.containerdIdle = memOf(ctrdPID)
 

@@ -82,6 +82,8 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 		// ships its own network): the kubelet gets the same plugin chain (benchNetwork).
 		"--cni-conf-dir", p.network().ConfDir, "--netns-dir", p.network().NetnsDir,
 		"--cni-bridge", p.network().Default.Bridge, "--pod-subnet", p.network().Default.Subnet)
+	// PKBENCH_AGENT_FLAGS: more `podkeeper run` flags, for A/B runs of an agent setting.
+	p.cmd.Args = append(p.cmd.Args, strings.Fields(os.Getenv("PKBENCH_AGENT_FLAGS"))...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err

@@ -324,9 +324,10 @@ const analysis = `### Why a target is missed, and what would reach it
   create+start of a container (snapshot, container, task, runc create and start: the floor's
   figure alone), preceded by the worker's observation (the pod's containers listed, the exit
   written to the old instance's labels). The old task's delete (a shim round trip and runc
-  delete) comes after the replacement's start and its status (since 2026-12-03; an A/B on one
-  machine, quick mode, 20 kills each: exit -> start 210 -> 160 ms p50, kill -> API Running 232
-  -> 183 ms, floor 144 / 142 ms). What is left above the floor's create+start is the
+  delete) comes after the replacement's start and its status (since 2026-12-03; A/B runs on
+  one machine, quick mode, one after the other: 20 kills, exit -> start 210 -> 160 ms p50, kill
+  -> API Running 232 -> 183 ms, floor 144 / 142 ms; 10 kills among 110 pods, 283 -> 179 ms and
+  305 -> 202 ms, floor 161 / 156 ms, pod starts unchanged). What is left above the floor's create+start is the
   observation and the exit record (two metadata round trips and a label write). 100 ms is
   about one create+start on a fast host, so it can only be met by doing the create ahead of
   time: a standby container per restartable container, started on the exit.
@@ -350,17 +351,25 @@ const analysis = `### Why a target is missed, and what would reach it
   command fetches a URL of pkbench's, and so do the probes). The liveness row kills each pod's
   httpd once; a pod whose liveness probe had already failed once (a probe before its httpd
   listened) would meet the 10 s CrashLoopBackOff on the kill: this happened to all 10 pods
-  before liveness's first run waited like the kubelet's (10.6 s p50).
+  before liveness's first run waited like the kubelet's (10.6 s p50). It can still happen to
+  one, on a loaded machine (a p99 near 11 s): a liveness probe's first run comes anywhere in
+  its first period after podkeeper sees the container running, and a container's first
+  command may run later than that; the kubelet sees a container running only at its next
+  relist (PLEG, up to a second), which in practice moves its first liveness run further out.
+  A liveness probe with failureThreshold 1 and no initialDelaySeconds is fragile under either.
 - **Not a target, but read with care: the probes section's "all Ready".** The phase runs
   after the 300-pod rows, podkeeper's first; pkbench waits (at most 2 minutes) for the 1-minute
   load average to fall below the CPU count before each probes phase, but the peers' clean-up
   (the kubelet's container garbage collection, podman's cleanup processes) may still load the
-  machine. Run alone on this machine (2026-12-03), the same 110 probed pods were all Ready
-  8.7-9.8 s after the manifests were written, 0.5-1 s after all were Running.
+  machine. Run alone on the machine of the 2026-12-03 morning runs (a faster one: floor 55-62 ms
+  for one container), the same 110 probed pods were all Ready 8.7-9.8 s after the manifests were
+  written, 0.5-1 s after all were Running.
 - **Idle CPU (target 1% of a core).** Each pod worker relists its pod every 30 s (the safety
   net beside the exit events), asking only the pod's own shim; the memory trim adds one GC a
   minute. What remains in the shims' column is their own idle cost plus one state call per
-  container per 30 s.
+  container per 30 s. The figure moves with the machine: 0.30% and 0.75% in two full runs on a
+  quiet machine (2026-12-03 morning), 1.15% in the loaded evening run, 0.10-0.50% over 10 s in
+  quick runs.
 `
 
 // probesSection is section 6: the footprint with every pod probed, podkeeper beside the kubelet.
