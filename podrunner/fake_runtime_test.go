@@ -142,29 +142,25 @@ func (f *fakeRuntime) exitLocked(r *ContainerRecord, code int32) {
 }
 
 func (f *fakeRuntime) RecordExit(_ context.Context, id string) (ContainerRecord, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.recs[id]
-	if r == nil {
-		return ContainerRecord{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
-	}
-	f.recordLocked(fakeCall{Op: "RecordExit", ID: id, PodUID: r.PodUID, Name: r.Name})
-	if r.State == StateExited {
-		r.ExitRecorded = true
-	}
-	return *r, nil
+	return f.exitCall("RecordExit", id, func(r *ContainerRecord) {})
 }
 
 func (f *fakeRuntime) Finalize(_ context.Context, id string) (ContainerRecord, error) {
+	return f.exitCall("Finalize", id, func(r *ContainerRecord) { r.TaskPresent = false })
+}
+
+// exitCall records call op on container id, records its exit when it has exited, then applies
+// change (Finalize: the task released).
+func (f *fakeRuntime) exitCall(op, id string, change func(*ContainerRecord)) (ContainerRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[id]
 	if r == nil {
 		return ContainerRecord{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
 	}
-	f.recordLocked(fakeCall{Op: "Finalize", ID: id, PodUID: r.PodUID, Name: r.Name})
-	r.TaskPresent = false
-	r.ExitRecorded = r.State == StateExited
+	f.recordLocked(fakeCall{Op: op, ID: id, PodUID: r.PodUID, Name: r.Name})
+	r.ExitRecorded = r.ExitRecorded || r.State == StateExited
+	change(r)
 	return *r, nil
 }
 

@@ -20,7 +20,7 @@ import (
 
 // portmapState is where the holders are recorded: the PIDs of the test processes holding the
 // chains, and whether the chains were there before any of them.
-var portmapState = "/run/podkeeper-test/portmap-chains.json"
+const portmapState = "/run/podkeeper-test/portmap-chains.json"
 
 type portmapHolders struct {
 	PIDs        []int `json:"pids"`

@@ -62,12 +62,10 @@ func (c *probeClock) since(what, pod string) (time.Duration, bool) {
 // readiness and a liveness probe (httpGet every second, the liveness one with failureThreshold
 // 1, as in the liveness figure) on the clock.
 func firstProbeManifest(name string, port int) string {
-	probe := func(kind, path string, extra string) string {
-		return fmt.Sprintf("    %s:\n      httpGet:\n        host: 127.0.0.1\n        path: /%s/%s\n        port: %d\n      periodSeconds: 1\n%s", kind, path, name, port, extra)
-	}
 	cmd := fmt.Sprintf("wget -q -O /dev/null http://127.0.0.1:%d/start/%s; %s", port, name, sleeper)
 	return benchPod(name, "  hostNetwork: true\n", cmd,
-		probe("readinessProbe", "ready", "")+probe("livenessProbe", "live", "      failureThreshold: 1\n"))
+		httpGetProbe("readinessProbe", "/ready/"+name, port, "")+
+			httpGetProbe("livenessProbe", "/live/"+name, port, "      failureThreshold: 1\n"))
 }
 
 // measureFirstProbes runs n such pods on t at once and returns, per pod, container running ->

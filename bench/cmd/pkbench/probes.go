@@ -51,12 +51,17 @@ func probeServer(port int) string {
 }
 
 func probePodManifest(name string, port int, liveness bool) string {
-	probe := fmt.Sprintf("      httpGet:\n        host: 127.0.0.1\n        path: /\n        port: %d\n      periodSeconds: 1\n", port)
-	probes := "    readinessProbe:\n" + probe
+	probes := httpGetProbe("readinessProbe", "/", port, "")
 	if liveness {
-		probes += "    livenessProbe:\n" + probe + "      failureThreshold: 1\n"
+		probes += httpGetProbe("livenessProbe", "/", port, "      failureThreshold: 1\n")
 	}
 	return benchPod(name, "  hostNetwork: true\n", probeServer(port), probes)
+}
+
+// httpGetProbe is a container's probe of kind (readinessProbe, livenessProbe): an httpGet of
+// 127.0.0.1:port/path every second, with extra lines (indented) of the probe.
+func httpGetProbe(kind, path string, port int, extra string) string {
+	return fmt.Sprintf("    %s:\n      httpGet:\n        host: 127.0.0.1\n        path: %s\n        port: %d\n      periodSeconds: 1\n%s", kind, path, port, extra)
 }
 
 func podReady(p *corev1.Pod) bool {
