@@ -162,11 +162,23 @@ func TestMemoryHogEndsOOMKilled(t *testing.T) {
 	pod := testPod(t, c)
 	_, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
 	waitExited(t, rt, ctx, string(pod.UID), ctrs[0].ID)
-	rec, err := rt.Finalize(ctx, ctrs[0].ID)
+	// As the worker does: the exit is recorded while the task stays, the task released later.
+	// Every view in between says OOMKilled, never the task status's plain "Error".
+	check := func(when string, rec podrunner.ContainerRecord) {
+		t.Helper()
+		if rec.Reason != "OOMKilled" || rec.ExitCode != 137 {
+			t.Fatalf("%s: memory hog ended %s (exit %d), want OOMKilled (exit 137)", when, rec.Reason, rec.ExitCode)
+		}
+	}
+	rec, err := rt.RecordExit(ctx, ctrs[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Reason != "OOMKilled" || rec.ExitCode != 137 {
-		t.Fatalf("memory hog ended %s (exit %d), want OOMKilled (exit 137)", rec.Reason, rec.ExitCode)
+	check("RecordExit", rec)
+	check("listed with its task still there", waitExited(t, rt, ctx, string(pod.UID), ctrs[0].ID))
+	if rec, err = rt.Finalize(ctx, ctrs[0].ID); err != nil {
+		t.Fatal(err)
 	}
+	check("Finalize", rec)
+	check("listed after the task's release", waitExited(t, rt, ctx, string(pod.UID), ctrs[0].ID))
 }

@@ -1043,35 +1043,50 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 		rec.CreatedAt = c.CreatedAt
 		rec.Message = c.Labels[LabelMessage]
 		r.remember(c.ID, rec.PodUID)
-		if t, ok := tasks[c.ID]; ok {
-			rec.TaskPresent = true
-			rec.PID = t.pid
-			switch t.status {
-			case containerd.Running, containerd.Paused, containerd.Pausing:
-				rec.State = podrunner.StateRunning
-			case containerd.Stopped:
-				rec.State = podrunner.StateExited
-				rec.ExitCode = int32(t.exitStatus)
-				rec.Reason = exitReason(rec.ExitCode)
-				if rec.FinishedAt.IsZero() {
-					rec.FinishedAt = t.exitedAt
-				}
-			case containerd.Created:
-				rec.State = podrunner.StateCreated
-			default:
-				rec.State = podrunner.StateUnknown
-			}
-			if r.collectLogs && rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
-				r.ensureAttached(ctx, c.ID, rec.LogPath)
-			}
-		} else if !rec.FinishedAt.IsZero() {
-			rec.State = podrunner.StateExited
-		} else {
-			rec.State = podrunner.StateCreated
+		t, ok := tasks[c.ID]
+		var tp *taskInfo
+		if ok {
+			tp = &t
+		}
+		rec = withTask(rec, tp)
+		if r.collectLogs && rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
+			r.ensureAttached(ctx, c.ID, rec.LogPath)
 		}
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// withTask completes a record read from labels with its task's state (t nil: no task). An exit
+// already recorded in the labels stands (its reason may be OOMKilled, which the task's status
+// cannot tell); else a stopped task's exit status gives the exit code and reason.
+func withTask(rec podrunner.ContainerRecord, t *taskInfo) podrunner.ContainerRecord {
+	if t == nil {
+		if !rec.FinishedAt.IsZero() {
+			rec.State = podrunner.StateExited
+		} else {
+			rec.State = podrunner.StateCreated
+		}
+		return rec
+	}
+	rec.TaskPresent = true
+	rec.PID = t.pid
+	switch t.status {
+	case containerd.Running, containerd.Paused, containerd.Pausing:
+		rec.State = podrunner.StateRunning
+	case containerd.Stopped:
+		rec.State = podrunner.StateExited
+		if !rec.ExitRecorded {
+			rec.ExitCode = int32(t.exitStatus)
+			rec.Reason = exitReason(rec.ExitCode)
+			rec.FinishedAt = t.exitedAt
+		}
+	case containerd.Created:
+		rec.State = podrunner.StateCreated
+	default:
+		rec.State = podrunner.StateUnknown
+	}
+	return rec
 }
 
 type taskInfo struct {
