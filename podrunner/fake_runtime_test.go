@@ -14,7 +14,7 @@ import (
 // fakeCall is one recorded Runtime call.
 type fakeCall struct {
 	Seq     int
-	Op      string // EnsureImage, CreateSandbox, StartContainer, StopContainer, RecordExit, Finalize, RemoveContainer, ListContainers, RemovePodFiles
+	Op      string // EnsureImage (ImagePresent with policy Never), CreateSandbox, CreateContainerEarly (a StartContainer with SandboxReady, before it waits), StartContainer, StopContainer, RecordExit, Finalize, RemoveContainer, ListContainers, RemovePodFiles
 	ID      string // container ID (created, stopped, removed...)
 	PodUID  string
 	Name    string // container name; image ref for EnsureImage
@@ -36,6 +36,10 @@ type fakeRuntime struct {
 	pullErrs map[string]error
 	// startErrs: container name -> error StartContainer returns without keeping a record.
 	startErrs map[string]error
+	// sandboxHold, when set, keeps each CreateSandbox from returning (after its created callback)
+	// until it is closed or receives; sandboxErr, when set, is what CreateSandbox then returns.
+	sandboxHold chan struct{}
+	sandboxErr  error
 	// stopHook, when set, is called (without the lock) before a StopContainer takes effect.
 	stopHook func(ctx context.Context, id string)
 	exits    chan ExitEvent
@@ -64,35 +68,61 @@ func (f *fakeRuntime) newIDLocked(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, f.nextID)
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, _ corev1.PullPolicy, opts PullOptions) (ImageResult, error) {
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var secrets []string
 	for _, s := range opts.Secrets {
 		secrets = append(secrets, s.Name)
 	}
-	f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref, Secrets: secrets})
+	op := "EnsureImage"
+	if policy == corev1.PullNever {
+		op = "ImagePresent" // a look at the node's images, never a pull
+	}
+	f.recordLocked(fakeCall{Op: op, Name: ref, Secrets: secrets})
 	if err := f.pullErrs[ref]; err != nil {
 		return ImageResult{}, err
 	}
 	return ImageResult{Ref: "docker.io/library/" + ref, ID: "sha256:" + ref}, nil
 }
 
-func (f *fakeRuntime) CreateSandbox(_ context.Context, pod *corev1.Pod, attempt int) (ContainerRecord, error) {
+func (f *fakeRuntime) CreateSandbox(_ context.Context, pod *corev1.Pod, attempt int, created func(ContainerRecord)) (ContainerRecord, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	now := time.Now()
 	r := &ContainerRecord{
 		ID: f.newIDLocked("sb"), PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace,
-		Kind: KindSandbox, Attempt: attempt, State: StateRunning, TaskPresent: true,
+		Kind: KindSandbox, Attempt: attempt, State: StateCreated, TaskPresent: true, PID: uint32(1000 + f.nextID),
 		CreatedAt: now, StartedAt: now, GracePeriod: gracePeriod(pod),
 	}
 	f.recs[r.ID] = r
 	f.recordLocked(fakeCall{Op: "CreateSandbox", ID: r.ID, PodUID: r.PodUID, Attempt: attempt})
+	hold, sbErr := f.sandboxHold, f.sandboxErr
+	f.mu.Unlock()
+	if created != nil {
+		created(*r)
+	}
+	if hold != nil {
+		<-hold // the test lets the sandbox finish
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sbErr != nil {
+		delete(f.recs, r.ID)
+		return ContainerRecord{}, sbErr
+	}
+	r.State = StateRunning
 	return *r, nil
 }
 
 func (f *fakeRuntime) StartContainer(_ context.Context, req StartRequest) (ContainerRecord, error) {
+	if req.SandboxReady != nil {
+		f.mu.Lock()
+		f.recordLocked(fakeCall{Op: "CreateContainerEarly", PodUID: string(req.Pod.UID), Name: req.Container.Name, Attempt: req.Attempt})
+		f.mu.Unlock()
+		if _, err := req.SandboxReady(); err != nil {
+			return ContainerRecord{}, fmt.Errorf("start %s: %w: %w", req.Container.Name, ErrSandboxNotReady, err)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.startErrs[req.Container.Name]; err != nil {

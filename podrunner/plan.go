@@ -39,6 +39,11 @@ func NewPodView(recs []ContainerRecord) PodView {
 	return v
 }
 
+// WithSandbox returns v with sb as its newest sandbox (v's records are shared, not copied).
+func (v PodView) WithSandbox(sb ContainerRecord) PodView {
+	return PodView{Sandboxes: append([]ContainerRecord{sb}, v.Sandboxes...), Containers: v.Containers}
+}
+
 // Sandbox returns the newest sandbox, if any.
 func (v PodView) Sandbox() (ContainerRecord, bool) {
 	if len(v.Sandboxes) == 0 {
@@ -411,4 +416,18 @@ func DefaultWaitingReason(pod *corev1.Pod) string {
 		return ReasonPodInitializing
 	}
 	return ReasonContainerCreating
+}
+
+// NeedsPodIP reports whether container c's environment refers to the pod's IP (the downward
+// API's status.podIP or status.podIPs), which is known only once the pod network is up.
+func NeedsPodIP(c *corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "status.podIP", "status.podIPs":
+				return true
+			}
+		}
+	}
+	return false
 }

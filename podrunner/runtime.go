@@ -27,8 +27,13 @@ type Runtime interface {
 	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error)
 
 	// CreateSandbox creates and starts the pod's sandbox (the process holding its namespaces).
-	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1).
-	CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (ContainerRecord, error)
+	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1). When
+	// created is not nil, CreateSandbox calls it once (in its own goroutine; it must not block) as
+	// soon as the sandbox's namespaces exist: the record has its ID and PID, State Created and no
+	// IPs yet (the pod network may still be in the making). A StartContainer with SandboxReady
+	// may create a container against that record meanwhile. CreateSandbox returns as without it:
+	// the running sandbox, or an error with nothing of the sandbox left.
+	CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int, created func(ContainerRecord)) (ContainerRecord, error)
 
 	// StartContainer creates and starts container c of pod inside sandbox, with its output written
 	// to logPath in the CRI format. It returns the record of the running container. A container
@@ -86,6 +91,13 @@ type StartRequest struct {
 	SpecHash  string
 	// Config resolves configMapKeyRef/secretKeyRef/envFrom and configMap/secret volumes; may be nil.
 	Config ConfigLookup
+	// SandboxReady, when set, says Sandbox is the record CreateSandbox gave its created callback:
+	// the sandbox's namespaces exist, its network and process may not be ready yet. The container
+	// and its task are created against it, then SandboxReady is called (once, blocking) before the
+	// container's process starts; it returns the started sandbox (with its IPs, which the pod's
+	// files then get) or why it failed. On failure nothing of the container is kept and the error
+	// wraps ErrSandboxNotReady. The container's environment must not need the pod's IP.
+	SandboxReady func() (ContainerRecord, error)
 }
 
 // ExecRequest is one command to run in a container. Nil streams are discarded (stdin: empty).
@@ -211,3 +223,7 @@ var ErrNotFound = errors.New("not found")
 
 // ErrExitRecorded marks a StartContainer failure that the runtime kept as an exited instance.
 var ErrExitRecorded = errors.New("recorded as the container's exit")
+
+// ErrSandboxNotReady marks a StartContainer with SandboxReady whose sandbox failed to start: not
+// the container's failure, and nothing of it was kept.
+var ErrSandboxNotReady = errors.New("the pod sandbox did not start")

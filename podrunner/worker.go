@@ -368,7 +368,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 			return true, time.Time{}
 		}
 	case plan.CreateSandbox:
-		if _, err := w.m.rt.CreateSandbox(ctx, pod, plan.SandboxAttempt); err != nil {
+		if err := w.createSandbox(ctx, pod, v, plan.SandboxAttempt); err != nil {
 			w.log.Warn("create sandbox", "err", err)
 			w.m.rec.Eventf(pod, "", EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return false, time.Now().Add(5 * time.Second)
@@ -378,7 +378,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 	var retryAt time.Time
 	sb, _ := v.Sandbox()
 	for _, a := range plan.Start {
-		ok, retry := w.start(ctx, pod, sb, a)
+		ok, retry := w.start(ctx, pod, sb, a, nil)
 		if ok {
 			acted = true
 		}
@@ -389,8 +389,68 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 	return acted, retryAt
 }
 
-// start pulls the image of one container if needed and starts it.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction) (bool, time.Time) {
+// createSandbox creates the pod's sandbox. While the sandbox's network and process come up, the
+// containers that start first once it runs are created against it (their processes start once
+// it has): a new pod's first containers then do not wait for the whole sandbox before their own
+// create, which is most of a start. Only the sandbox's failure is returned; the containers'
+// starts report their own.
+func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, attempt int) error {
+	type result struct {
+		rec ContainerRecord
+		err error
+	}
+	created := make(chan ContainerRecord, 1)
+	done := make(chan result, 1)
+	go func() {
+		rec, err := w.m.rt.CreateSandbox(ctx, pod, attempt, func(r ContainerRecord) { created <- r })
+		done <- result{rec, err}
+	}()
+	var res *result
+	wait := func() result {
+		if res == nil {
+			r := <-done
+			res = &r
+		}
+		return *res
+	}
+	select {
+	case sb := <-created:
+		w.startEarly(ctx, pod, v, sb, func() (ContainerRecord, error) { r := wait(); return r.rec, r.err })
+	case r := <-done:
+		res = &r
+	}
+	return wait().err
+}
+
+// startEarly starts what the plan starts once sandbox sb (created, not started yet) runs, in the
+// plan's order, up to the first container whose environment needs the pod's IP (known once the
+// network is up) or whose image is not on the node (a pull, whose failure the kubelet shows as
+// ErrImagePull first): it and those after it start at the next step. ready waits for the sandbox.
+func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb ContainerRecord, ready func() (ContainerRecord, error)) {
+	up := sb
+	up.State = StateRunning
+	now := time.Now()
+	withSB := v.WithSandbox(up)
+	plan := PlanPod(pod, withSB, w.gate(withSB, now), now)
+	if plan.CreateSandbox || plan.KillPod || plan.StopSandbox || len(plan.StopSidecars) > 0 {
+		return
+	}
+	for _, a := range plan.Start {
+		if NeedsPodIP(a.Container) {
+			return
+		}
+		if _, err := w.m.rt.EnsureImage(ctx, a.Container.Image, corev1.PullNever, PullOptions{}); err != nil {
+			return // not on the node: its pull (and how a failed one shows) is the next step's
+		}
+		if ok, _ := w.start(ctx, pod, sb, a, ready); !ok {
+			return
+		}
+	}
+}
+
+// start pulls the image of one container if needed and starts it. With ready, sb is a sandbox
+// still starting (see StartRequest.SandboxReady).
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction, ready func() (ContainerRecord, error)) (bool, time.Time) {
 	c := a.Container
 	if m := w.configErrs[c.Name]; m != nil && time.Now().Before(m.notBefore) {
 		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
@@ -432,15 +492,19 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	}
 	pod = w.podForRuntime(pod)
 	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
-		Pod:       pod,
-		Sandbox:   sb,
-		Container: c,
-		Kind:      a.Kind,
-		Attempt:   a.Attempt,
-		LogPath:   w.m.LogPath(pod, c.Name, a.Attempt),
-		SpecHash:  SpecHash(c),
-		Config:    w.m.ConfigLookup(),
+		Pod:          pod,
+		Sandbox:      sb,
+		Container:    c,
+		Kind:         a.Kind,
+		Attempt:      a.Attempt,
+		LogPath:      w.m.LogPath(pod, c.Name, a.Attempt),
+		SpecHash:     SpecHash(c),
+		Config:       w.m.ConfigLookup(),
+		SandboxReady: ready,
 	})
+	if errors.Is(err, ErrSandboxNotReady) {
+		return false, time.Time{} // the sandbox's failure is reported (and retried) on its own
+	}
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", err)

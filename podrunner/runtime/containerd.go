@@ -363,7 +363,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 }
 
 // CreateSandbox implements podrunner.Runtime.
-func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (podrunner.ContainerRecord, error) {
+func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int, created func(podrunner.ContainerRecord)) (podrunner.ContainerRecord, error) {
 	release, err := r.startSlot(ctx)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox of pod %s: %w", pod.Name, err)
@@ -398,9 +398,14 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	// the pinned namespace); everything below waits for it before it returns or undoes.
 	var ips []string
 	var attachErr error
+	var attachTook time.Duration
 	attached := make(chan struct{})
 	if attach != nil {
-		go func() { defer close(attached); ips, attachErr = attach() }()
+		go func() {
+			defer close(attached)
+			ips, attachErr = attach()
+			attachTook = time.Since(tNet)
+		}()
 	} else {
 		close(attached)
 	}
@@ -430,6 +435,13 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return fail(c, nil, fmt.Errorf("create sandbox task %s: %w", id, err))
 	}
 	tTask := time.Now()
+	if created != nil {
+		rec := recordFromLabels(id, labels)
+		rec.State = podrunner.StateCreated
+		rec.TaskPresent = true
+		rec.PID = task.Pid()
+		created(rec)
+	}
 	// The pause process starts only once its network is complete: a sandbox that runs always
 	// has its IPs recorded (an agent killed before leaves a created task, which is replaced).
 	<-attached
@@ -454,7 +466,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	r.log.Debug("sandbox started", "pod", pod.Namespace+"/"+pod.Name, "id", id,
 		"prepare", tNet.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tNet).Round(time.Millisecond),
 		"task", tTask.Sub(tCreate).Round(time.Millisecond), "networkWait", tNetDone.Sub(tTask).Round(time.Millisecond),
-		"start", time.Since(tNetDone).Round(time.Millisecond))
+		"start", time.Since(tNetDone).Round(time.Millisecond), "network", attachTook.Round(time.Millisecond))
 	rec := recordFromLabels(id, labels)
 	rec.State = podrunner.StateRunning
 	rec.TaskPresent = true
@@ -470,6 +482,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	}
 	defer release()
 	ctx = r.ctx(ctx)
+	t0 := time.Now()
 	pod, ctr := req.Pod, req.Container
 	id := containerID(string(pod.UID), ctr.Name, req.Attempt)
 	ref, err := NormalizeRef(ctr.Image)
@@ -502,6 +515,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		return podrunner.ContainerRecord{}, err
 	}
 	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
+	tPrep := time.Now()
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
 		containerd.WithImageStopSignal(image, "SIGTERM"),
@@ -515,6 +529,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	}
 	r.remember(id, string(pod.UID))
 	rec := recordFromLabels(id, labels)
+	tCreate := time.Now()
 
 	tio, err := r.newTaskIO(req.LogPath)
 	if err != nil {
@@ -523,6 +538,14 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	task, err := c.NewTask(ctx, logCreator(r.fifoDir(), tio.stream("stdout"), tio.stream("stderr")))
 	if err != nil {
 		tio.close()
+		if req.SandboxReady != nil {
+			// Created against a sandbox still starting: when that failed (its namespaces are
+			// gone), so did this create, through no fault of the container's.
+			if serr := r.awaitSandbox(pod, req.SandboxReady); errors.Is(serr, podrunner.ErrSandboxNotReady) {
+				_ = r.deleteContainer(ctx, c)
+				return podrunner.ContainerRecord{}, fmt.Errorf("create task %s: %w", id, serr)
+			}
+		}
 		if interruptedCreate(err) {
 			// Not the container's fault: a task create of the same ID by an agent killed
 			// mid-create is still finishing in containerd. Nothing is kept; the worker retries.
@@ -535,6 +558,24 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		l.shimOpened() // the shim opened its write ends in the create
 	}
 	tio.task = task
+	tTask := time.Now()
+	if req.SandboxReady != nil {
+		if err := r.awaitSandbox(pod, req.SandboxReady); err != nil {
+			_, _ = task.Delete(ctx, containerd.WithProcessKill)
+			tio.close()
+			_ = r.deleteContainer(ctx, c)
+			return podrunner.ContainerRecord{}, fmt.Errorf("start container %s: %w", id, err)
+		}
+	}
+	tReady := time.Now()
+	if tReady.Sub(tTask) > 50*time.Millisecond {
+		// The sandbox kept this start waiting (a slow network): the started-at label, written
+		// before the create, would be that much early.
+		labels[LabelStartedAt] = formatTime(tReady)
+		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
+			rec.StartedAt = tReady
+		}
+	}
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)
 		tio.close()
@@ -543,10 +584,28 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	r.mu.Lock()
 	r.running[id] = tio
 	r.mu.Unlock()
+	r.log.Debug("container task started", "pod", pod.Namespace+"/"+pod.Name, "id", id,
+		"prepare", tPrep.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tPrep).Round(time.Millisecond),
+		"task", tTask.Sub(tCreate).Round(time.Millisecond), "sandboxWait", tReady.Sub(tTask).Round(time.Millisecond),
+		"start", time.Since(tReady).Round(time.Millisecond))
 	rec.State = podrunner.StateRunning
 	rec.TaskPresent = true
 	rec.PID = task.Pid()
 	return rec, nil
+}
+
+// awaitSandbox waits for the sandbox a container was created against before its start (see
+// StartRequest.SandboxReady), then writes the pod's files again with the sandbox's IPs (in place:
+// the container's bind mounts keep them).
+func (r *Runtime) awaitSandbox(pod *corev1.Pod, ready func() (podrunner.ContainerRecord, error)) error {
+	sb, err := ready()
+	if err != nil {
+		return fmt.Errorf("%w: %w", podrunner.ErrSandboxNotReady, err)
+	}
+	if _, err := writePodFiles(r.cfg.RootDir, pod, sb.PodIPs, r.cfg.DNS); err != nil {
+		return err
+	}
+	return nil
 }
 
 // cannotRun records a container that could not start as exited with StartError and exit code 128

@@ -70,7 +70,7 @@ func newRuntimeRoot(t *testing.T) (*Runtime, context.Context, string) {
 // included, is removed at cleanup.
 func startAll(t *testing.T, rt *Runtime, ctx context.Context, pod *corev1.Pod, logDir string, cfg podrunner.ConfigLookup) ([]podrunner.ContainerRecord, []error) {
 	t.Helper()
-	sb, err := rt.CreateSandbox(ctx, pod, 0)
+	sb, err := rt.CreateSandbox(ctx, pod, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

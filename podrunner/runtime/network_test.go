@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -304,7 +305,7 @@ func TestPodNetworkCyclesReleaseEverything(t *testing.T) {
 		pod := testPod(t)
 		pod.UID += types.UID(fmt.Sprintf("%06d", i))
 		pod.Spec.Containers = []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: int32(20000 + i%1000)}}}}
-		sb, err := rt.CreateSandbox(ctx, pod, 0)
+		sb, err := rt.CreateSandbox(ctx, pod, 0, nil)
 		if err != nil {
 			t.Fatalf("cycle %d: %v", i, err)
 		}
@@ -562,4 +563,122 @@ func recIDs(recs []podrunner.ContainerRecord) []string {
 		ids[i] = r.ID
 	}
 	return ids
+}
+
+// startWhileSandboxStarts does what the worker does for a new pod: the container is created
+// against the sandbox as soon as its namespaces exist, and started once the sandbox has.
+// delay makes the sandbox look that much slower to the container.
+func startWhileSandboxStarts(t *testing.T, rt *Runtime, ctx context.Context, pod *corev1.Pod, delay time.Duration) (created, sb podrunner.ContainerRecord, sbErr error, rec podrunner.ContainerRecord, err error) {
+	t.Helper()
+	createdC := make(chan podrunner.ContainerRecord, 1)
+	type result struct {
+		rec podrunner.ContainerRecord
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := rt.CreateSandbox(ctx, pod, 0, func(r podrunner.ContainerRecord) { createdC <- r })
+		done <- result{r, err}
+	}()
+	t.Cleanup(func() {
+		recs, _ := rt.ListContainers(context.Background(), string(pod.UID))
+		for _, r := range recs {
+			_ = rt.StopContainer(context.Background(), r.ID, 0)
+			_ = rt.RemoveContainer(context.Background(), r.ID)
+		}
+	})
+	select {
+	case created = <-createdC:
+	case r := <-done:
+		t.Fatalf("CreateSandbox returned (%v) without calling created", r.err)
+	}
+	var res *result
+	ready := func() (podrunner.ContainerRecord, error) {
+		if res == nil {
+			r := <-done
+			res = &r
+			time.Sleep(delay)
+		}
+		return res.rec, res.err
+	}
+	c := &pod.Spec.Containers[0]
+	rec, err = rt.StartContainer(ctx, podrunner.StartRequest{
+		Pod: pod, Sandbox: created, Container: c, Kind: podrunner.KindApp,
+		LogPath: filepath.Join(t.TempDir(), c.Name, "0.log"), SandboxReady: ready,
+	})
+	sb, sbErr = ready()
+	return created, sb, sbErr, rec, err
+}
+
+func TestContainerCreatedWhileSandboxStarts(t *testing.T) {
+	n := newTestNet(t)
+	rt, ctx := newNetRuntime(t, n)
+	pod := testPod(t, sh("c", "cp /etc/hosts /tmp/hosts-at-start; sleep 3600"))
+	before := time.Now()
+	created, sb, sbErr, rec, err := startWhileSandboxStarts(t, rt, ctx, pod, 300*time.Millisecond)
+	if sbErr != nil || err != nil {
+		t.Fatalf("sandbox: %v; container: %v", sbErr, err)
+	}
+	if created.State != podrunner.StateCreated || created.PID == 0 || len(created.PodIPs) != 0 {
+		t.Fatalf("created callback got %+v, want a created sandbox with its PID and no IPs yet", created)
+	}
+	if rec.State != podrunner.StateRunning || len(sb.PodIPs) != 1 {
+		t.Fatalf("container %+v, sandbox IPs %v", rec, sb.PodIPs)
+	}
+	if got, want := netns(t, rec.PID), netns(t, sb.PID); got != want {
+		t.Fatalf("container netns %s, sandbox's %s", got, want)
+	}
+	// Kept waiting by the sandbox, the container's started-at is its start, not its create.
+	if !rec.StartedAt.After(before.Add(300 * time.Millisecond)) {
+		t.Fatalf("started at %v: before the sandbox was ready (test began %v, sandbox wait 300ms)", rec.StartedAt, before)
+	}
+	if listed := listedRecord(t, rt, ctx, string(pod.UID), rec.ID); !listed.StartedAt.Equal(rec.StartedAt) {
+		t.Fatalf("listed started at %v, StartContainer said %v", listed.StartedAt, rec.StartedAt)
+	}
+	// The pod's files had the IP before the container's process started.
+	eventually(t, 10*time.Second, "the container's copy of /etc/hosts", func() (bool, string) {
+		out, code := execOut(t, rt, ctx, rec.ID, "cat", "/tmp/hosts-at-start")
+		return code == 0 && strings.Contains(out, sb.PodIPs[0]+"\t"), out
+	})
+}
+
+// A sandbox whose network fails after its namespaces existed takes the container created
+// against it along: ErrSandboxNotReady, nothing of either left.
+func TestContainerCreatedWhileSandboxFails(t *testing.T) {
+	n := newTestNet(t)
+	broken := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"pk-no-such-plugin"}]}`, n.cfg.Default.Name)
+	if err := os.MkdirAll(n.cfg.ConfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.cfg.ConfDir, "50-broken.conflist"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt, ctx := newNetRuntime(t, n)
+	pod := testPod(t, sh("c", "sleep 3600"))
+	_, _, sbErr, _, err := startWhileSandboxStarts(t, rt, ctx, pod, 0)
+	if sbErr == nil {
+		t.Fatal("the sandbox started on a network whose plugin does not exist")
+	}
+	if !errors.Is(err, podrunner.ErrSandboxNotReady) {
+		t.Fatalf("container start: %v, want ErrSandboxNotReady", err)
+	}
+	t.Logf("sandbox: %v\ncontainer: %v", sbErr, err)
+	if recs, _ := rt.ListContainers(ctx, string(pod.UID)); len(recs) != 0 {
+		t.Fatalf("left behind: %+v", recs)
+	}
+}
+
+func listedRecord(t *testing.T, rt *Runtime, ctx context.Context, uid, id string) podrunner.ContainerRecord {
+	t.Helper()
+	recs, err := rt.ListContainers(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("container %s not listed", id)
+	return podrunner.ContainerRecord{}
 }

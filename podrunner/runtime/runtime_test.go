@@ -79,7 +79,7 @@ func sh(name, script string) corev1.Container {
 // startPod creates the sandbox and every container of pod, and removes them all at cleanup.
 func startPod(t *testing.T, rt *Runtime, ctx context.Context, pod *corev1.Pod, logDir string) (podrunner.ContainerRecord, []podrunner.ContainerRecord) {
 	t.Helper()
-	sb, err := rt.CreateSandbox(ctx, pod, 0)
+	sb, err := rt.CreateSandbox(ctx, pod, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestStopSendsSIGTERMThenSIGKILLAfterGrace(t *testing.T) {
 func TestContainerThatCannotStartIsRecordedAsExit(t *testing.T) {
 	rt, ctx := newRuntime(t)
 	pod := testPod(t, corev1.Container{Name: "bad", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"/no/such/binary"}})
-	sb, err := rt.CreateSandbox(ctx, pod, 0)
+	sb, err := rt.CreateSandbox(ctx, pod, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func parseOptions() options {
 	flag.DurationVar(&o.settle, "settle", 40*time.Second, "conformance: sample both every second for this long after the manifests are written")
 	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
-	flag.StringVar(&o.only, "only", "", "run only this section for a focused look (\"probes\": section 6 and the liveness rows); use with -out ''")
+	flag.StringVar(&o.only, "only", "", "run only this section for a focused look (\"start\": the single-pod starts of section 1; \"batches\": sections 1-5 for -sizes, without single-pod starts; \"probes\": section 6 and the liveness rows); use with -out ''")
 	flag.Parse()
 	o.runs, o.window, o.kills, o.liveKills = 50, 60*time.Second, 30, 10
 	o.sizes = []int{10, 110, 300}
@@ -67,8 +67,8 @@ func parseOptions() options {
 	if *runs > 0 {
 		o.runs = *runs
 	}
-	if o.only != "" && o.only != "probes" {
-		log.Fatalf("-only %q: the one section that runs alone is \"probes\"", o.only)
+	if o.only != "" && o.only != "probes" && o.only != "start" && o.only != "batches" {
+		log.Fatalf("-only %q: the sections that run alone are \"start\", \"batches\" and \"probes\"", o.only)
 	}
 	if *window > 0 {
 		o.window = *window
@@ -213,7 +213,12 @@ func run(ctx context.Context, o options) error {
 	// 1. One pod at a time, the runners interleaved so that they share the machine's load.
 	r.single = map[string]sample{}
 	r.singleDown = map[string]sample{}
-	if o.only != "" {
+	switch o.only {
+	case "start":
+		o.sizes = nil
+	case "batches":
+		o.runs = 0
+	case "probes":
 		o.runs, o.sizes = 0, nil
 	}
 	log.Printf("single pod start, %d runs per runner", o.runs)
@@ -289,6 +294,9 @@ func run(ctx context.Context, o options) error {
 	}
 	// 6. Probes: podkeeper and the kubelet probing the same pods.
 	for i, rn := range runners {
+		if o.only == "start" || o.only == "batches" {
+			break
+		}
 		if t, ok := rn.(probeTarget); ok {
 			if err := settle(ctx, 2*time.Minute); err != nil {
 				return err
