@@ -306,11 +306,21 @@ const analysis = `### Why a target is missed, and what would reach it
   bookkeeping round trips to containerd (image lookup, labels) and the local API poll. CNI ADD now
   runs while the sandbox's container and task are created (it needs only the pinned namespace;
   the pause process starts once it is done), which took about 80 ms off every pod start; the
-  debug log line "sandbox started" gives the split. The
-  floor's 1.15x cannot be reached while a pod has a sandbox, since that alone is a second
-  create+start; what would get closer: preparing the container's snapshot and spec while the
-  sandbox starts, so that only the container's task waits for the sandbox's PID. The kubelet
-  column does the same sandbox + network + container work.
+  debug log line "sandbox started" gives the split. Since 2026-12-03 a new pod's first
+  containers are also created (snapshot, spec, runc create) as soon as the sandbox's namespaces
+  exist, while its network and pause process are still coming up, and start once the sandbox
+  has (debug line "container task started": its sandboxWait is usually 0); A/B on one machine,
+  25 single-pod starts each, alternating: 420/417 -> 384/387 ms p50 (floor 149/144 ms). On 2
+  cores the overlap is bounded by CPU: CNI ADD (~180 ms of plugin and iptables execs, wall)
+  and the sandbox's runc create (~105 ms alone, ~175 ms beside CNI) already fill both cores.
+  Measured split of one start on an idle machine (debug log): settle 20 ms, sandbox 230-250 ms,
+  the container 100-110 ms after it, status and poll ~15 ms. The bridge plugin's ipMasq (a
+  chain of its own per pod: about eight iptables execs on ADD and on DEL) is ~100 ms of that
+  CNI time: with ipMasq off the sandbox took ~45 ms less; one masquerade rule for the whole pod
+  subnet (as Docker and netavark do) would get that back, at the cost of a host rule podkeeper
+  must own. The floor's 1.15x cannot be reached while a pod has a sandbox and a network, since
+  those alone are a second create+start and a CNI ADD. The kubelet column does the same
+  sandbox + network + container work.
 - **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
   2 cores are the limit for everyone; podkeeper makes twice the creates of the floor (sandbox +
   container) plus a CNI ADD per pod (bridge, host-local, portmap: several plugin execs and
