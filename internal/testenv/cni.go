@@ -140,3 +140,88 @@ func IptablesMentions(s string) ([]string, error) {
 	}
 	return hits, nil
 }
+
+// RemoveMasqueradeChains deletes what the bridge plugin's ipMasq left in the nat table for
+// network name (the POSTROUTING jumps commented `name: "<name>"` and the per-pod CNI-... chains
+// they jump to, or left without a jump) and returns how many pods' rules it removed. For the clean-up of a peer whose
+// teardown cannot be trusted to run CNI DEL for every pod (the kubelet stopped mid-teardown).
+func RemoveMasqueradeChains(name string) (int, error) {
+	out, err := exec.Command("iptables", "-t", "nat", "-S", "POSTROUTING").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("iptables -t nat -S POSTROUTING: %v: %s", err, out)
+	}
+	marker := `name: \"` + name + `\"`
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "-A POSTROUTING ") || !strings.Contains(line, marker) {
+			continue
+		}
+		f := strings.Fields(line)
+		chain := f[len(f)-1]
+		if !strings.HasPrefix(chain, "CNI-") {
+			continue
+		}
+		// The rule as listed, with -A turned into -D (its comment unquoted for exec).
+		args, err := splitRule(strings.TrimPrefix(line, "-A "))
+		if err != nil {
+			return n, err
+		}
+		if out, err := exec.Command("iptables", append([]string{"-t", "nat", "-D"}, args...)...).CombinedOutput(); err != nil {
+			return n, fmt.Errorf("delete %q: %v: %s", line, err, out)
+		}
+		_ = exec.Command("iptables", "-t", "nat", "-F", chain).Run()
+		_ = exec.Command("iptables", "-t", "nat", "-X", chain).Run()
+		n++
+	}
+	// Chains whose jump is already gone (a DEL cut short between the two).
+	if out, err = exec.Command("iptables", "-t", "nat", "-S").CombinedOutput(); err != nil {
+		return n, fmt.Errorf("iptables -t nat -S: %v: %s", err, out)
+	}
+	orphans := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "-A" && strings.HasPrefix(f[1], "CNI-") && strings.Contains(line, marker) {
+			orphans[f[1]] = true
+		}
+	}
+	for chain := range orphans {
+		_ = exec.Command("iptables", "-t", "nat", "-F", chain).Run()
+		if out, err := exec.Command("iptables", "-t", "nat", "-X", chain).CombinedOutput(); err != nil {
+			return n, fmt.Errorf("delete chain %s: %v: %s", chain, err, out)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// splitRule splits an iptables -S rule into arguments: double-quoted parts (with \" inside)
+// are one argument each.
+func splitRule(s string) ([]string, error) {
+	var args []string
+	var cur strings.Builder
+	inQuote, have := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inQuote && c == '\\' && i+1 < len(s) && s[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case c == '"':
+			inQuote, have = !inQuote, true
+		case c == ' ' && !inQuote:
+			if have || cur.Len() > 0 {
+				args = append(args, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if inQuote {
+		return nil, fmt.Errorf("unbalanced quotes in %q", s)
+	}
+	if have || cur.Len() > 0 {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -77,7 +78,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     snapshotter = "overlayfs"
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), k.address, pauseImage, filepath.Join(dir, "cni"))
 	// The same plugin chain as podkeeper's (benchNetwork), on a bridge and subnet of its own.
-	cni, err := pkruntime.DefaultConflist(benchNetwork("pkbench-kubelet", "pkbench0", "10.233.0.0/16", filepath.Join(dir, "ipam")))
+	cni, err := pkruntime.DefaultConflist(benchNetwork(kubeletNetwork, "pkbench0", "10.233.0.0/16", filepath.Join(dir, "ipam")))
 	if err != nil {
 		return fail(err)
 	}
@@ -274,6 +275,9 @@ func (k *kubeletRunner) RemoveAll(ctx context.Context) (time.Duration, error) {
 	}
 }
 
+// kubeletNetwork is the CNI network the kubelet's pods are on.
+const kubeletNetwork = "pkbench-kubelet"
+
 func (k *kubeletRunner) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -313,6 +317,13 @@ func (k *kubeletRunner) Close() {
 	// childless, after a 300-pod run): end the ones of this containerd's address, by PID.
 	for _, pid := range shimsOf(k.address, "k8s.io") {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// Pods whose teardown the kubelet had not finished when it was stopped keep the bridge
+	// plugin's masquerade chains (found after conformance runs): removed by their network's name.
+	if n, err := testenv.RemoveMasqueradeChains(kubeletNetwork); err != nil {
+		log.Printf("kubelet: removing its pods' leftover masquerade rules: %v", err)
+	} else if n > 0 {
+		log.Printf("kubelet: removed the masquerade rules of %d pods it did not tear down", n)
 	}
 	testenv.UnmountUnder(k.dir)
 	_ = exec.Command("ip", "link", "del", "pkbench0").Run()
