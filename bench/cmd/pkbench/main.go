@@ -213,6 +213,7 @@ func run(ctx context.Context, o options) error {
 	// 1. One pod at a time, the runners interleaved so that they share the machine's load.
 	r.single = map[string]sample{}
 	r.singleDown = map[string]sample{}
+	r.singleQuiet = map[string]sample{}
 	switch o.only {
 	case "start":
 		o.sizes = nil
@@ -237,6 +238,11 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("%s: %w", rn.Name(), err)
 			}
 			r.singleDown[rn.Name()] = append(r.singleDown[rn.Name()], d)
+			q, err := waitQuiet(ctx, quietMax) // (quiet.go)
+			if err != nil {
+				return fmt.Errorf("waiting for a quiet machine: %w", err)
+			}
+			r.singleQuiet[rn.Name()] = append(r.singleQuiet[rn.Name()], q)
 		}
 	}
 
@@ -248,7 +254,11 @@ func run(ctx context.Context, o options) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("interrupted: %w", err)
 			}
-			log.Printf("%s: %d pods at once", rn.Name(), n)
+			q, err := waitQuiet(ctx, quietBatch)
+			if err != nil {
+				return fmt.Errorf("waiting for a quiet machine: %w", err)
+			}
+			log.Printf("%s: %d pods at once (after %v waiting for a quiet machine)", rn.Name(), n, q.Round(time.Millisecond))
 			d, err := rn.StartBatch(ctx, 0, n)
 			if err != nil {
 				return fmt.Errorf("%s: %w", rn.Name(), err)

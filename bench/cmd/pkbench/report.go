@@ -62,6 +62,7 @@ type results struct {
 	machine                   machine
 	containerdIdle, agentIdle procMem
 	single, singleDown        map[string]sample
+	singleQuiet               map[string]sample // after each removal: the wait for a quiet machine
 	batches                   []batch
 	reaction, kubeletReaction reaction
 	probes                    []probeResult
@@ -120,6 +121,18 @@ func (r *results) markdown() string {
 	for _, n := range r.runnerNames() {
 		w("| %s | %s | %s |\n", n, r.single[n].summary(true), ratio(r.single[n].median(), fl))
 	}
+	if len(r.singleQuiet) > 0 {
+		w("\nThe runners take turns, one pod each. After each removal the next start waits until the machine is quiet (its CPUs under %.0f%% busy over %v, at most %v): a runner whose teardown goes on after its API shows the pod gone must not bill the next runner's start. That wait, p50 (max), after the removal of each:", quietBusy*100, quietWindow, quietMax)
+		sep := " "
+		for _, n := range r.runnerNames() {
+			if q := r.singleQuiet[n]; len(q) > 0 {
+				w("%s%s %s (%s)", sep, n, ms(q.median()), ms(q.max()))
+				sep = "; "
+			}
+		}
+		w(".\n")
+	}
+	w("\nBatches start the same way, each once the machine is quiet (at most %v; pkbench's log gives each wait).\n", quietBatch)
 	w("\n| pods at once | ")
 	names := r.runnerNames()
 	w("%s | podkeeper vs floor |\n|---|", strings.Join(names, " | "))
