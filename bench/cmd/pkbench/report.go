@@ -380,6 +380,15 @@ const analysis = `### Why a target is missed, and what would reach it
   command may run later than that; the kubelet sees a container running only at its next
   relist (PLEG, up to a second), which in practice moves its first liveness run further out.
   A liveness probe with failureThreshold 1 and no initialDelaySeconds is fragile under either.
+- **Fairness between the runners (since 2026-12-03 night).** The runners take turns in one
+  order (podkeeper first, the kubelet last), and the kubelet's containerd goes on tearing a pod
+  down (sandbox stop and removal, CNI DEL) after /pods no longer lists it: 200-300 ms of busy
+  CPU, which podkeeper's next start was billed for. Every start now waits for a quiet machine
+  (section 1 gives each runner's wait). One session, same machine: without the wait podkeeper
+  478 ms and the kubelet 422 ms p50 (a full run, stopped after section 1); with it, 10 runs,
+  podkeeper 361 ms and the kubelet 395 ms (floor 136 / 132 ms). This is why earlier runs on this
+  machine showed the kubelet ahead for single pods; batches were billed the same way for the
+  previous size's kubelet teardown.
 - **Not a target, but read with care: the probes section's "all Ready".** The phase runs
   after the 300-pod rows, podkeeper's first; pkbench waits (at most 2 minutes) for the 1-minute
   load average to fall below the CPU count before each probes phase, but the peers' clean-up
@@ -391,8 +400,8 @@ const analysis = `### Why a target is missed, and what would reach it
   net beside the exit events), asking only the pod's own shim; the memory trim adds one GC a
   minute. What remains in the shims' column is their own idle cost plus one state call per
   container per 30 s. The figure moves with the machine: 0.30% and 0.75% in two full runs on a
-  quiet machine (2026-12-03 morning), 1.15% in the loaded evening run, 0.10-0.50% over 10 s in
-  quick runs.
+  quiet machine (2026-12-03 morning), 1.15% in the loaded evening run, 0.88% in the night run (the
+  first with the quiet wait), 0.10-0.50% over 10 s in quick runs.
 `
 
 // probesSection is section 6: the footprint with every pod probed, podkeeper beside the kubelet.
