@@ -167,6 +167,11 @@ func (a *agent) cleanup() {
 		}
 		rt.Close()
 	}
+	// The subnet's masquerade rule outlives the agent (its pods do too); the test retires the
+	// network here, before looking for what CNI DEL should have released.
+	if err := pkruntime.RemoveMasquerade(ctx, a.network().ConfDir); err != nil {
+		a.t.Errorf("cleanup: %v", err)
+	}
 	// Every pod's CNI DEL ran (by the agent or just above): no rule of the agent's subnet is left.
 	if hits, err := testenv.IptablesMentions(a.subnet); err != nil {
 		a.t.Errorf("cleanup: %v", err)

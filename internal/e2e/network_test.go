@@ -29,6 +29,12 @@ func TestPodNetworkEndToEnd(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(a.network().ConfDir, "10-podkeeper.conflist"))
 		return err == nil && strings.Contains(string(b), a.bridge), fmt.Sprint(err, string(b))
 	})
+	// Outbound NAT is one rule for the subnet, which the agent keeps (not a chain per pod).
+	masq := "podkeeper podkeeper: masquerade pods leaving " + a.bridge
+	a.eventually(10*time.Second, "one masquerade rule for the pod subnet", func() (bool, string) {
+		hits, err := testenv.IptablesMentions(masq)
+		return err == nil && len(hits) == 1 && strings.Contains(hits[0], "-s "+a.subnet), fmt.Sprint(hits, err)
+	})
 	hostPort := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

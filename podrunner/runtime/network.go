@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	gocni "github.com/containerd/go-cni"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,9 @@ import (
 // The CNI configuration is the first file of ConfDir (sorted by name, as containerd does); when
 // ConfDir has none, podkeeper writes DefaultConflistName there from NetworkConfig.Default. A
 // changed directory is re-read before the next pod's setup. The loopback network is always added
-// (as the CRI does), so the pod's lo is up whatever the user's config says.
+// (as the CRI does), so the pod's lo is up whatever the user's config says. The default network's
+// outbound NAT is one rule for its subnet that the agent keeps (masq.go), set up when the config
+// is loaded, before any pod's CNI ADD.
 
 // Labels a sandbox carries about its network.
 const (
@@ -95,8 +98,9 @@ func (d DefaultNetwork) withDefaults() DefaultNetwork {
 }
 
 // DefaultConflist renders podkeeper's default network: a bridge with host-local IPAM on the pod
-// subnet (the bridge is the pods' gateway, traffic leaving the subnet is masqueraded) followed by
-// portmap for hostPort. Pure; it rejects a bad bridge name or subnet with a clear error.
+// subnet (the bridge is the pods' gateway) followed by portmap for hostPort. Traffic leaving the
+// node is masqueraded by one rule for the subnet that the agent keeps (the conflist's "podkeeper"
+// key asks for it; see masq.go), not by the bridge plugin's per-pod chains. Pure; it rejects a bad bridge name or subnet with a clear error.
 func DefaultConflist(d DefaultNetwork) ([]byte, error) {
 	d = d.withDefaults()
 	if err := validIfName(d.Bridge); err != nil {
@@ -126,14 +130,15 @@ func DefaultConflist(d DefaultNetwork) ([]byte, error) {
 		ipam["dataDir"] = d.DataDir
 	}
 	conf := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       d.Name,
+		"cniVersion":          "1.0.0",
+		"name":                d.Name,
+		conflistMasqueradeKey: conflistMasquerade{Masquerade: true},
 		"plugins": []map[string]any{
 			{
 				"type":        "bridge",
 				"bridge":      d.Bridge,
 				"isGateway":   true,
-				"ipMasq":      true,
+				"ipMasq":      false, // one rule for the subnet instead (masq.go)
 				"hairpinMode": true,
 				"ipam":        ipam,
 			},
@@ -285,11 +290,45 @@ func (n *podNetwork) load() (gocni.CNI, error) {
 		}
 		return nil, err
 	}
+	if err := n.ensureMasquerade(); err != nil {
+		if n.cni != nil {
+			n.log.Warn("changed CNI config: its masquerade rule cannot be set up; still using the previous config", "err", err)
+			return n.cni, nil
+		}
+		return nil, err
+	}
 	if n.cni != nil {
 		n.log.Info("CNI config changed; reloaded", "dir", n.cfg.ConfDir)
 	}
 	n.cni, n.stamp = c, stamp
 	return c, nil
+}
+
+// ensureMasquerade sets up the subnet's masquerade rule when the config in use (the dir's first
+// file) asks for one, as podkeeper's default network does. Called with n.mu held.
+func (n *podNetwork) ensureMasquerade() error {
+	files, err := cniConfFiles(n.cfg.ConfDir)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		return fmt.Errorf("read CNI config: %w", err)
+	}
+	m, err := MasqueradeOf(b)
+	if err != nil {
+		return fmt.Errorf("CNI config %s: %w", files[0], err)
+	}
+	if m == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Ensure(ctx); err != nil {
+		return fmt.Errorf("pod network %s: %w", m.Network, err)
+	}
+	n.log.Debug("masquerade rule in place", "network", m.Network, "subnet", m.Subnet, "bridge", m.Bridge)
+	return nil
 }
 
 // dirStamp summarises the config files of dir (names, sizes, mtimes) to notice edits.

@@ -65,7 +65,13 @@ func newTestNet(t *testing.T) *testNet {
 		},
 	}
 	testenv.HoldPortmapChains(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
+	t.Cleanup(func() {
+		// The subnet's masquerade rule outlives the runtime, as it outlives an agent (masq.go).
+		if err := n.cfg.Default.Masquerade().Remove(context.Background()); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		_ = exec.Command("ip", "link", "del", bridge).Run()
+	})
 	return n
 }
 
@@ -216,6 +222,117 @@ func TestPodsReachEachOtherByPodIP(t *testing.T) {
 	}
 }
 
+// outsideHost is a network namespace standing for a host beyond the node: a veth pair to the
+// node on a /30 of its own and no route back to the pod subnet, so that an answer reaches a pod
+// only when the pod's traffic was masqueraded to the node's end of the pair.
+type outsideHost struct {
+	ns, hostIP, outsideIP string
+}
+
+func newOutsideHost(t *testing.T) *outsideHost {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	o := &outsideHost{
+		ns:        "pkout" + id,
+		hostIP:    fmt.Sprintf("198.18.%d.%d", b[0], (int(b[1])%64)*4+1),
+		outsideIP: fmt.Sprintf("198.18.%d.%d", b[0], (int(b[1])%64)*4+2),
+	}
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("ip", "netns", "add", o.ns)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", "pko"+id).Run()
+		_ = exec.Command("ip", "netns", "del", o.ns).Run()
+	})
+	run("ip", "link", "add", "pko"+id, "type", "veth", "peer", "name", "pki"+id, "netns", o.ns)
+	run("ip", "addr", "add", o.hostIP+"/30", "dev", "pko"+id)
+	run("ip", "link", "set", "pko"+id, "up")
+	run("ip", "-n", o.ns, "addr", "add", o.outsideIP+"/30", "dev", "pki"+id)
+	run("ip", "-n", o.ns, "link", "set", "pki"+id, "up")
+	run("ip", "-n", o.ns, "link", "set", "lo", "up")
+	return o
+}
+
+// serve runs busybox httpd in the outside namespace, answering body; it is stopped (by PID)
+// when the test ends.
+func (o *outsideHost) serve(t *testing.T, port int, body string) {
+	t.Helper()
+	www := t.TempDir()
+	if err := os.WriteFile(filepath.Join(www, "index.html"), []byte(body+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", o.ns, "busybox", "httpd", "-f", "-p", fmt.Sprintf("%s:%d", o.outsideIP, port), "-h", www)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("busybox httpd in %s: %v", o.ns, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+// Traffic leaving the node is masqueraded by the one rule podkeeper keeps for the default
+// network's subnet (the bridge plugin's per-pod chains are off): a pod reaches a host that has
+// no route back to the pod subnet, no iptables rule names the pod, and the rule is there once
+// however many times the config is loaded.
+func TestPodTrafficLeavingTheNodeIsMasqueraded(t *testing.T) {
+	n := newTestNet(t)
+	m := n.cfg.Default.Masquerade()
+	out := newOutsideHost(t)
+	out.serve(t, 8080, "hello-from-outside")
+	rt, ctx := newNetRuntime(t, n)
+	rule := func() []string {
+		var hits []string
+		for _, l := range iptablesMentions(t, "podkeeper "+m.Network+":") {
+			if strings.Contains(l, "MASQUERADE") {
+				hits = append(hits, l)
+			}
+		}
+		return hits
+	}
+	if got := rule(); len(got) != 1 || !strings.Contains(got[0], "-s "+n.subnet.String()) || !strings.Contains(got[0], "! -o "+n.bridge) {
+		t.Fatalf("after the runtime loaded the default network, want one masquerade rule for %s leaving %s, got %q", n.subnet, n.bridge, got)
+	}
+	client := testPod(t, sh("client", "sleep 3600"))
+	sb, ctrs := startPod(t, rt, ctx, client, t.TempDir())
+	url := "http://" + out.outsideIP + ":8080/index.html"
+	// (this busybox's wget crashes on its own -T: busybox timeout bounds a connect that hangs)
+	eventually(t, 30*time.Second, "the pod fetches from the outside host", func() (bool, string) {
+		o, code := execOut(t, rt, ctx, ctrs[0].ID, "timeout", "3", "wget", "-q", "-O", "-", url)
+		return code == 0 && strings.TrimSpace(o) == "hello-from-outside", fmt.Sprintf("exit %d: %s", code, o)
+	})
+	if hits := iptablesMentions(t, sb.PodIPs[0]+"/"); len(hits) > 0 {
+		t.Fatalf("rules name the pod's own IP (per-pod masquerade chains are off):\n%s", strings.Join(hits, "\n"))
+	}
+	// Another runtime on the same network (an agent restart) does not add a second copy.
+	rt2, _ := newNetRuntime(t, n)
+	_ = rt2
+	if got := rule(); len(got) != 1 {
+		t.Fatalf("after a second load, want the rule once, got %q", got)
+	}
+
+	// Without the rule the same fetch fails: the outside host cannot answer the pod's own IP.
+	if err := m.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rule(); len(got) != 0 {
+		t.Fatalf("rule left after Remove: %q", got)
+	}
+	o, code := execOut(t, rt, ctx, ctrs[0].ID, "timeout", "3", "wget", "-q", "-O", "-", url)
+	if code == 0 {
+		t.Fatalf("fetch from the outside host succeeded without the masquerade rule: %q (the test proves nothing)", o)
+	}
+	if err := m.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -335,8 +452,15 @@ func TestPodNetworkCyclesReleaseEverything(t *testing.T) {
 	if v := n.vethsOnBridge(t); len(v) != 0 {
 		t.Fatalf("veths left on %s: %v", n.bridge, v)
 	}
-	if hits := iptablesMentions(t, n.cfg.Default.Name); len(hits) > 0 {
-		t.Fatalf("iptables rules of the test network left:\n%s", strings.Join(hits, "\n"))
+	// What is left of the network is its one masquerade rule (the network's, not a pod's).
+	var left []string
+	for _, l := range iptablesMentions(t, n.cfg.Default.Name) {
+		if !strings.Contains(l, `"podkeeper `+n.cfg.Default.Name+`: masquerade`) {
+			left = append(left, l)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("iptables rules of the test network left:\n%s", strings.Join(left, "\n"))
 	}
 	for _, id := range ids[:3] {
 		if hits := iptablesMentions(t, id); len(hits) > 0 {

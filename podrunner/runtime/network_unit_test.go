@@ -47,8 +47,15 @@ func TestDefaultConflist(t *testing.T) {
 		t.Fatalf("conflist header/plugins wrong:\n%s", b)
 	}
 	br, pm := conf.Plugins[0], conf.Plugins[1]
-	if br.Type != "bridge" || br.Bridge != "br-test" || !br.IsGateway || !br.IPMasq {
-		t.Errorf("bridge plugin: %+v", br)
+	if br.Type != "bridge" || br.Bridge != "br-test" || !br.IsGateway || br.IPMasq {
+		t.Errorf("bridge plugin (ipMasq must be off: one rule for the subnet instead): %+v", br)
+	}
+	m, err := MasqueradeOf(b)
+	if err != nil || m == nil || *m != (Masquerade{Network: DefaultNetworkName, Bridge: "br-test", Subnet: "10.77.0.0/24"}) {
+		t.Errorf("the default conflist asks for masquerade %+v (%v), want the subnet leaving br-test", m, err)
+	}
+	if want := (DefaultNetwork{Bridge: "br-test", Subnet: "10.77.0.0/24"}).Masquerade(); m != nil && *m != want {
+		t.Errorf("DefaultNetwork.Masquerade %+v, the conflist asks for %+v", want, *m)
 	}
 	if br.IPAM.Type != "host-local" || br.IPAM.DataDir != "/tmp/ipam" || len(br.IPAM.Ranges) != 1 || br.IPAM.Ranges[0][0].Subnet != "10.77.0.0/24" ||
 		len(br.IPAM.Routes) != 1 || br.IPAM.Routes[0].Dst != "0.0.0.0/0" {

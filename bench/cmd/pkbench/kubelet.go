@@ -78,8 +78,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     snapshotter = "overlayfs"
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), k.address, pauseImage, filepath.Join(dir, "cni"))
 	// The same plugin chain as podkeeper's (benchNetwork), on a bridge and subnet of its own.
-	cni, err := pkruntime.DefaultConflist(benchNetwork(kubeletNetwork, "pkbench0", "10.233.0.0/16", filepath.Join(dir, "ipam")))
+	cni, err := pkruntime.DefaultConflist(kubeletBenchNetwork(dir))
 	if err != nil {
+		return fail(err)
+	}
+	// The conflist asks for one masquerade rule for its subnet, which podkeeper's agent keeps
+	// for its own network; for the kubelet's, pkbench does.
+	if err := kubeletBenchNetwork(dir).Masquerade().Ensure(ctx); err != nil {
 		return fail(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(toml), 0o644); err != nil {
@@ -275,6 +280,12 @@ func (k *kubeletRunner) RemoveAll(ctx context.Context) (time.Duration, error) {
 	}
 }
 
+// kubeletBenchNetwork is the kubelet's pod network: the same plugin chain as podkeeper's
+// (benchNetwork), on a bridge and subnet of its own.
+func kubeletBenchNetwork(dir string) pkruntime.DefaultNetwork {
+	return benchNetwork(kubeletNetwork, "pkbench0", "10.233.0.0/16", filepath.Join(dir, "ipam"))
+}
+
 // kubeletNetwork is the CNI network the kubelet's pods are on.
 const kubeletNetwork = "pkbench-kubelet"
 
@@ -324,6 +335,9 @@ func (k *kubeletRunner) Close() {
 		log.Printf("kubelet: removing its pods' leftover masquerade rules: %v", err)
 	} else if n > 0 {
 		log.Printf("kubelet: removed the masquerade rules of %d pods it did not tear down", n)
+	}
+	if err := kubeletBenchNetwork(k.dir).Masquerade().Remove(ctx); err != nil {
+		log.Printf("kubelet: %v", err)
 	}
 	testenv.UnmountUnder(k.dir)
 	_ = exec.Command("ip", "link", "del", "pkbench0").Run()

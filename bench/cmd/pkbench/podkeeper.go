@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,7 +119,7 @@ func (p *podkeeperRunner) network() pkruntime.NetworkConfig {
 }
 
 // benchNetwork is the pod network every runner with one gets: podkeeper's default network
-// (bridge with host-local IPAM, ipMasq, hairpin, then portmap) on its own bridge and subnet.
+// (bridge with host-local IPAM and hairpin, one masquerade rule for the subnet, then portmap) on its own bridge and subnet.
 func benchNetwork(name, bridge, subnet, dataDir string) pkruntime.DefaultNetwork {
 	return pkruntime.DefaultNetwork{Name: name, Bridge: bridge, Subnet: subnet, DataDir: dataDir}
 }
@@ -232,6 +233,10 @@ func (p *podkeeperRunner) Close() {
 		}
 		cancel()
 		p.rt.Close()
+	}
+	// The agent keeps its subnet's masquerade rule after it stops (its pods would outlive it).
+	if err := pkruntime.RemoveMasquerade(context.Background(), p.network().ConfDir); err != nil {
+		log.Printf("podkeeper: %v", err)
 	}
 	_ = exec.Command("ip", "link", "del", p.network().Default.Bridge).Run()
 	if os.Getenv("BENCH_KEEP") == "" {

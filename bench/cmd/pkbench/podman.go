@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,8 +62,12 @@ func newPodman(ctx context.Context, busyboxTar string) (*podmanRunner, error) {
 	if err := os.WriteFile(p.conf, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	cni, err := pkruntime.DefaultConflist(benchNetwork(podmanNetwork, podmanBridge, "10.235.0.0/16", filepath.Join(dir, "ipam")))
+	cni, err := pkruntime.DefaultConflist(podmanBenchNetwork(dir))
 	if err != nil {
+		return nil, err
+	}
+	// One masquerade rule for the subnet, as podkeeper's agent keeps for its own network.
+	if err := podmanBenchNetwork(dir).Masquerade().Ensure(ctx); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(netDir, 0o755); err != nil {
@@ -162,11 +167,20 @@ func (p *podmanRunner) RemoveAll(ctx context.Context) (time.Duration, error) {
 	return p.all(ctx, files, "kube", "down")
 }
 
+// podmanBenchNetwork is podman's pod network: the same plugin chain as podkeeper's
+// (benchNetwork), on a bridge and subnet of its own.
+func podmanBenchNetwork(dir string) pkruntime.DefaultNetwork {
+	return benchNetwork(podmanNetwork, podmanBridge, "10.235.0.0/16", filepath.Join(dir, "ipam"))
+}
+
 func (p *podmanRunner) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_ = p.cmd(ctx, "pod", "rm", "-a", "-f").Run()
 	_ = p.cmd(ctx, "rmi", "-a", "-f").Run()
+	if err := podmanBenchNetwork(p.dir).Masquerade().Remove(ctx); err != nil {
+		log.Printf("podman: %v", err)
+	}
 	testenv.UnmountUnder(p.dir)
 	_ = exec.Command("ip", "link", "del", podmanBridge).Run()
 	os.RemoveAll(p.dir)

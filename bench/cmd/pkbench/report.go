@@ -89,10 +89,16 @@ const (
 	kubeletNm = "kubelet (standalone)"
 )
 
+// runnerNames lists the runners with results, single-pod starts or batches (-only batches has
+// no single-pod starts), in the report's order.
 func (r *results) runnerNames() []string {
 	var out []string
 	for _, n := range []string{pkName, floorName, ctrName, kubeletNm, podmanNm} {
-		if _, ok := r.single[n]; ok {
+		_, ok := r.single[n]
+		for _, b := range r.batches {
+			ok = ok || b.runner == n
+		}
+		if ok {
 			out = append(out, n)
 		}
 	}
@@ -261,7 +267,7 @@ func (r *results) markdown() string {
 
 	w("\n## Setup notes\n\n")
 	w("- Pod network: podkeeper, the kubelet and podman put every pod on the same CNI plugin chain, podkeeper's default network " +
-		"(bridge with host-local IPAM, ipMasq and hairpin, then portmap), each on a bridge and /16 subnet of its own from a private config dir " +
+		"(bridge with host-local IPAM and hairpin, then portmap; outbound NAT by one masquerade rule for the subnet, which podkeeper's agent keeps for its network and pkbench for the peers', instead of the bridge plugin's ipMasq chain per pod), each on a bridge and /16 subnet of its own from a private config dir " +
 		"(never /etc/cni/net.d). The floor's containers get a new network namespace with loopback only (no CNI): the pod network's cost is part of what the ratios to the floor show.\n")
 	for _, p := range r.peers {
 		w("- **%s**: not measured in this run — %s\n", p.name, p.reason)
