@@ -11,7 +11,7 @@ import (
 // renameSettle is how long the directory must be quiet before it is scanned when every pending
 // event is an atomic one (see atomicEvent): long enough to take a burst of renames as one
 // snapshot, far shorter than the debounce.
-const renameSettle = 20 * time.Millisecond
+const renameSettle = 5 * time.Millisecond
 
 // atomicEvent reports whether ev, an event inside the directory, leaves nothing half-written to
 // wait for: a manifest renamed into place (its whole content appeared at once, as a tool writing

@@ -319,27 +319,30 @@ const analysis = `### Why a target is missed, and what would reach it
 - **Single-pod start vs the floor (target 1.15x).** A pod is two create+starts, not one: the
   sandbox (podkeeper-pause, holding the pod's namespaces) and then the container, which joins
   them, both in the pod's one shim; the floor starts only the container. Around them: the
-  directory source's settling (a manifest renamed into place is acted on after 20 ms, any other
-  write after 200 ms of quiet, so that an editor's save sequence is one change), the pod network
-  (CNI ADD of bridge, host-local, portmap and loopback: ~90 ms of plugin execs here), and
-  bookkeeping round trips to containerd (image lookup, labels) and the local API poll. CNI ADD now
-  runs while the sandbox's container and task are created (it needs only the pinned namespace;
-  the pause process starts once it is done), which took about 80 ms off every pod start; the
-  debug log line "sandbox started" gives the split. Since 2026-12-03 a new pod's first
-  containers are also created (snapshot, spec, runc create) as soon as the sandbox's namespaces
-  exist, while its network and pause process are still coming up, and start once the sandbox
-  has (debug line "container task started": its sandboxWait is usually 0); A/B on one machine,
-  25 single-pod starts each, alternating: 420/417 -> 384/387 ms p50 (floor 149/144 ms). On 2
-  cores the overlap is bounded by CPU: CNI ADD (~180 ms of plugin and iptables execs, wall)
-  and the sandbox's runc create (~105 ms alone, ~175 ms beside CNI) already fill both cores.
-  Measured split of one start on an idle machine (debug log): settle 20 ms, sandbox 230-250 ms,
-  the container 100-110 ms after it, status and poll ~15 ms. The bridge plugin's ipMasq (a
-  chain of its own per pod: about eight iptables execs on ADD and on DEL) is ~100 ms of that
-  CNI time: with ipMasq off the sandbox took ~45 ms less; one masquerade rule for the whole pod
-  subnet (as Docker and netavark do) would get that back, at the cost of a host rule podkeeper
-  must own. The floor's 1.15x cannot be reached while a pod has a sandbox and a network, since
-  those alone are a second create+start and a CNI ADD. The kubelet column does the same
-  sandbox + network + container work.
+  directory source's settling (a manifest renamed into place is acted on after 5 ms of quiet,
+  any other write after 200 ms, so that an editor's save sequence is one change), the pod
+  network (CNI ADD of bridge, host-local, portmap and loopback), and bookkeeping round trips to
+  containerd (image lookup, labels) and the local API poll. What went in, each measured A/B on
+  one machine, one build after the other: CNI ADD runs while the sandbox's container and task
+  are created (it needs only the pinned namespace; the pause process starts once it is done),
+  about 80 ms off every start on the loaded machine of 2026-12-03; a new pod's first containers
+  are created (snapshot, spec, runc create) as soon as the sandbox's namespaces exist and start
+  once the sandbox has (debug line "container task started": its sandboxWait is usually 0),
+  420/417 -> 384/387 ms p50 there; outbound NAT by one masquerade rule for the pod subnet that
+  the agent keeps, instead of the bridge plugin's ipMasq chain per pod (about eight iptables
+  execs on every ADD and DEL), 376/374 -> 355/340 ms (2026-12-04, floor ~145 ms); the rename
+  settle cut from 20 to 5 ms (a burst of renames still comes as one snapshot: writing 300
+  manifests takes well under that between two renames), 133/117 -> 98/99 ms on the quiet
+  machine of 2026-12-04 (floor 41-55 ms). Measured split of one start there (debug log,
+  "sandbox started" / "container task started"): the sandbox's task create (shim start and
+  runc create) 27-45 ms with CNI ADD (13-15 ms) beside it, pause start 8-20 ms, then the
+  container's snapshot and spec 10-20 ms, its runc create 27-36 ms, start 5 ms. The second
+  runc create comes after the first because the container joins the pause process's IPC and
+  UTS namespaces by its PID; pinning those ahead, as the network namespace is, would let both
+  creates run at once (up to ~30 ms less with an idle core). The floor's 1.15x cannot be
+  reached while a pod has a sandbox and a network, since those alone are a second
+  create+start and a CNI ADD. The kubelet column does the same sandbox + network + container
+  work.
 - **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
   2 cores are the limit for everyone; podkeeper makes twice the creates of the floor (sandbox +
   container) plus a CNI ADD per pod (bridge, host-local, portmap: several plugin execs and
