@@ -331,8 +331,8 @@ const analysis = `### Why a target is missed, and what would reach it
   420/417 -> 384/387 ms p50 there; outbound NAT by one masquerade rule for the pod subnet that
   the agent keeps, instead of the bridge plugin's ipMasq chain per pod (about eight iptables
   execs on every ADD and DEL), 376/374 -> 355/340 ms (2026-12-04, floor ~145 ms); the rename
-  settle cut from 20 to 5 ms (a burst of renames still comes as one snapshot: writing 300
-  manifests takes well under that between two renames), 133/117 -> 98/99 ms on the quiet
+  settle cut from 20 to 5 ms (renames closer together than that are one snapshot; a slower
+  burst is a few, each a whole desired state), 133/117 -> 98/99 ms on the quiet
   machine of 2026-12-04 (floor 41-55 ms). Measured split of one start there (debug log,
   "sandbox started" / "container task started"): the sandbox's task create (shim start and
   runc create) 27-45 ms with CNI ADD (13-15 ms) beside it, pause start 8-20 ms, then the
