@@ -221,7 +221,7 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 	if cleared {
 		w.m.saveEvictions()
 		w.log.Info("pressure gone: starting the evicted pod again")
-		if _, err := w.removeAll(ctx, v); err != nil {
+		if err := w.removeAll(ctx, v); err != nil {
 			w.log.Warn("remove the evicted pod's containers", "err", err)
 		}
 		w.startTime = time.Now()

@@ -556,15 +556,10 @@ func (w *worker) terminatePod(ctx context.Context, pod *corev1.Pod) {
 			plan := Plan{Phase: PodPhase(pod, v), Waiting: map[string]Waiting{}}
 			w.publish(pod, v, plan, true)
 			w.stopContainers(ctx, pod, v, grace)
-			stopped := time.Now()
-			var split teardownSplit
-			split, err = w.removeAll(ctx, v)
+			err = w.removeAll(ctx, v)
 			if err == nil {
 				_ = w.m.rt.RemovePodFiles(string(w.uid))
 				_ = os.RemoveAll(w.m.podLogDir(pod))
-				w.log.Debug("pod teardown", "stop", stopped.Sub(now).Round(time.Millisecond),
-					"removeContainers", split.containers.Round(time.Millisecond),
-					"stopSandbox", split.stopSandbox.Round(time.Millisecond), "removeSandbox", split.removeSandbox.Round(time.Millisecond))
 				w.log.Info("pod terminated", "took", time.Since(now).Round(time.Millisecond))
 				w.m.workerDone(w)
 				return
@@ -578,24 +573,15 @@ func (w *worker) terminatePod(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// teardownSplit is where a pod's removal spent its time (the debug line "pod teardown"):
-// removing its containers and stopping its sandboxes run at once (both measured from their
-// common start; stopSandbox until both are done), then the sandboxes are removed.
-type teardownSplit struct {
-	containers, stopSandbox, removeSandbox time.Duration
-}
-
 // removeAll removes every container and sandbox of v. The pod's containers have exited
 // (stopContainers ran first), so their removal (task and container deletes, one shim round trip
 // each) and the sandboxes' stop (the pause process, CNI DEL) do not wait for each other: they
-// run at once, and the sandboxes are removed once both are done. One pod at a time: about a
-// third off a one-container pod's teardown here.
-func (w *worker) removeAll(ctx context.Context, v PodView) (teardownSplit, error) {
+// run at once, and the sandboxes are removed once both are done (about a fifth off a
+// one-container pod's teardown here). The debug line "pod teardown" gives the split.
+func (w *worker) removeAll(ctx context.Context, v PodView) error {
 	var (
-		mu    sync.Mutex
-		errs  []error
-		split teardownSplit
-		wg    sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
 	)
 	fail := func(err error) {
 		if err != nil {
@@ -604,28 +590,16 @@ func (w *worker) removeAll(ctx context.Context, v PodView) (teardownSplit, error
 			mu.Unlock()
 		}
 	}
-	t := time.Now()
-	var ctrs sync.WaitGroup
+	t0 := time.Now()
+	var ctrs, sbs sync.WaitGroup
 	for _, rs := range v.Containers {
 		for _, r := range rs {
-			ctrs.Add(1)
-			go func() {
-				defer ctrs.Done()
-				fail(w.m.rt.RemoveContainer(ctx, r.ID))
-			}()
+			ctrs.Go(func() { fail(w.m.rt.RemoveContainer(ctx, r.ID)) })
 		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		ctrs.Wait()
-		split.containers = time.Since(t)
-	}()
 	stopped := make([]bool, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		sbs.Go(func() {
 			if sb.State == StateRunning {
 				if err := w.m.rt.StopContainer(ctx, sb.ID, 2*time.Second); err != nil {
 					fail(err)
@@ -633,18 +607,20 @@ func (w *worker) removeAll(ctx context.Context, v PodView) (teardownSplit, error
 				}
 			}
 			stopped[i] = true
-		}()
+		})
 	}
-	wg.Wait()
-	split.stopSandbox = time.Since(t)
-	t = time.Now()
+	ctrs.Wait()
+	removedContainers := time.Since(t0)
+	sbs.Wait()
+	t1 := time.Now()
 	for i, sb := range v.Sandboxes {
 		if stopped[i] {
 			fail(w.m.rt.RemoveContainer(ctx, sb.ID))
 		}
 	}
-	split.removeSandbox = time.Since(t)
-	return split, errors.Join(errs...)
+	w.log.Debug("pod teardown", "removeContainers", removedContainers.Round(time.Millisecond),
+		"stopSandbox", t1.Sub(t0).Round(time.Millisecond), "removeSandbox", time.Since(t1).Round(time.Millisecond))
+	return errors.Join(errs...)
 }
 
 // publish stores the pod with its current status for readers.
