@@ -29,8 +29,9 @@ type Runtime interface {
 	// CreateSandbox creates and starts the pod's sandbox (the process holding its namespaces).
 	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1). When
 	// created is not nil, CreateSandbox calls it once (in its own goroutine; it must not block) as
-	// soon as the sandbox's namespaces exist: the record has its ID and PID, State Created and no
-	// IPs yet (the pod network may still be in the making). A StartContainer with SandboxReady
+	// soon as the sandbox's namespaces exist (possibly before its process): the record has its
+	// ID, its PID if its process exists already (else 0), State Created and no IPs yet (the pod
+	// network may still be in the making). A StartContainer with SandboxReady
 	// may create a container against that record meanwhile. CreateSandbox returns as without it:
 	// the running sandbox, or an error with nothing of the sandbox left.
 	CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int, created func(ContainerRecord)) (ContainerRecord, error)

@@ -393,6 +393,15 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	opts = append(opts, netOpts...)
+	// With every namespace its containers join made ahead, they may be created from now on, at
+	// the same time as the sandbox's own container and task (the two runc creates at once);
+	// else once its process exists (below).
+	early := created != nil && namespacesAhead(pod, labels)
+	if early {
+		rec := recordFromLabels(id, labels)
+		rec.State = podrunner.StateCreated
+		created(rec)
+	}
 	tNet := time.Now()
 	// CNI ADD runs while the sandbox's container and task are created (it needs only
 	// the pinned namespace); everything below waits for it before it returns or undoes.
@@ -435,7 +444,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 		return fail(c, nil, fmt.Errorf("create sandbox task %s: %w", id, err))
 	}
 	tTask := time.Now()
-	if created != nil {
+	if created != nil && !early {
 		rec := recordFromLabels(id, labels)
 		rec.State = podrunner.StateCreated
 		rec.TaskPresent = true
@@ -693,11 +702,11 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		return nil, err
 	}
 	opts = append(opts, sec...)
-	pid := req.Sandbox.PID
-	if pid == 0 {
-		return nil, fmt.Errorf("sandbox %s is not running", req.Sandbox.ID)
+	nsOpts, err := containerNamespaceOpts(pod, r.sandboxNamespaces(pod, req.Sandbox))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", req.Sandbox.ID, err)
 	}
-	opts = append(opts, containerNamespaceOpts(pod, pid)...)
+	opts = append(opts, nsOpts...)
 	shm, err := r.podShmOpts(pod, req.Sandbox)
 	if err != nil {
 		return nil, err
@@ -716,11 +725,16 @@ func (r *Runtime) hostnameOpts(pod *corev1.Pod) []oci.SpecOpts {
 	if pod.Spec.HostNetwork {
 		return []oci.SpecOpts{oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace)}
 	}
+	return []oci.SpecOpts{oci.WithHostname(r.podHostname(pod))}
+}
+
+// podHostname is the hostname of a pod that is not hostNetwork (the FQDN with setHostnameAsFQDN).
+func (r *Runtime) podHostname(pod *corev1.Pod) string {
 	h, _, err := PodHostnameAndFQDN(pod, r.cfg.DNS.domain())
 	if err != nil {
 		h = PodHostname(pod)
 	}
-	return []oci.SpecOpts{oci.WithHostname(h)}
+	return h
 }
 
 func nsFile(t specs.LinuxNamespaceType) string {
@@ -1032,8 +1046,13 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
 		return err
 	}
-	if err := r.releaseSandboxShm(ctx, c); err != nil {
-		return err
+	if lerr == nil {
+		if err := r.releaseSandboxShm(id, labels); err != nil {
+			return err
+		}
+		if err := releaseSandboxNamespaces(id, labels); err != nil {
+			return err
+		}
 	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)

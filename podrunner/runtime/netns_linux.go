@@ -24,32 +24,59 @@ func loopbackUp(pid uint32) error {
 }
 
 // inOtherNetns runs fn on one locked OS thread that enter has moved into another network
-// namespace, then moves the thread back. An error of enter means fn did not run. If switching
-// back fails the thread stays locked and the Go runtime discards it when the goroutine ends, so
-// no other goroutine ever runs in the other namespace. (Never simply discarding the thread: when
-// it is the process's main thread Go keeps it parked instead, which would keep the namespace
-// alive and make /proc/self/ns/net name it.)
+// namespace, then moves the thread back (see inOtherNamespaces).
 func inOtherNetns(enter, fn func() error) error {
+	return inOtherNamespaces([]string{"net"}, enter, fn)
+}
+
+// nsFlags are the clone flags of the namespace kinds a thread may enter and leave on its own.
+var nsFlags = map[string]int{"net": unix.CLONE_NEWNET, "uts": unix.CLONE_NEWUTS, "ipc": unix.CLONE_NEWIPC}
+
+// inOtherNamespaces runs fn on one locked OS thread that enter has moved into other namespaces
+// of the kinds named (as in /proc/<pid>/ns: "net", "uts", "ipc"), then moves the thread back to
+// its own. An error of enter means fn did not run. If switching back fails the thread stays
+// locked and the Go runtime discards it when the goroutine ends, so no other goroutine ever runs
+// in another namespace. (Never simply discarding the thread: when it is the process's main thread
+// Go keeps it parked instead, which would keep the namespace alive and make /proc/self/ns/...
+// name it.)
+func inOtherNamespaces(kinds []string, enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread()
-		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			goruntime.UnlockOSThread()
-			errc <- fmt.Errorf("open own network namespace: %w", err)
-			return
+		var origs []int
+		defer func() {
+			for _, fd := range origs {
+				unix.Close(fd)
+			}
+		}()
+		for _, k := range kinds {
+			fd, err := unix.Open("/proc/thread-self/ns/"+k, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				goruntime.UnlockOSThread()
+				errc <- fmt.Errorf("open own %s namespace: %w", k, err)
+				return
+			}
+			origs = append(origs, fd)
 		}
-		defer unix.Close(orig)
-		if err := enter(); err != nil {
+		if enterErr := enter(); enterErr != nil {
+			// enter may have moved the thread part of the way: back to where it was.
+			for i, k := range kinds {
+				if err := unix.Setns(origs[i], nsFlags[k]); err != nil {
+					errc <- fmt.Errorf("return to own %s namespace: %w (after: %w)", k, err, enterErr)
+					return
+				}
+			}
 			goruntime.UnlockOSThread()
-			errc <- err
+			errc <- enterErr
 			return
 		}
 		fnErr := fn()
-		if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
-			// Leave the thread locked: it dies with this goroutine.
-			errc <- fmt.Errorf("return to own network namespace: %w", err)
-			return
+		for i, k := range kinds {
+			if err := unix.Setns(origs[i], nsFlags[k]); err != nil {
+				// Leave the thread locked: it dies with this goroutine.
+				errc <- fmt.Errorf("return to own %s namespace: %w", k, err)
+				return
+			}
 		}
 		goruntime.UnlockOSThread()
 		errc <- fnErr

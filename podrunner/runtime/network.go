@@ -378,7 +378,7 @@ func (n *podNetwork) pin(ctx context.Context, sandboxID string) (string, error) 
 func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *corev1.Pod) ([]string, error) {
 	c, err := n.load()
 	if err != nil {
-		_ = removePinnedNetns(path)
+		_ = removePinnedNs(path)
 		return nil, err
 	}
 	ports := PortMappings(pod)
@@ -407,14 +407,14 @@ func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports
 		return err
 	}
 	nsPath := path
-	if path == "" || !isNetns(path) {
+	if path == "" || !isNsFile(path) {
 		nsPath = ""
 	}
 	if err := c.Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
 		return fmt.Errorf("CNI teardown of pod network: %w", err)
 	}
 	if path != "" {
-		if err := removePinnedNetns(path); err != nil {
+		if err := removePinnedNs(path); err != nil {
 			return fmt.Errorf("remove network namespace %s: %w", path, err)
 		}
 	}

@@ -10,41 +10,77 @@ import (
 )
 
 // pinNewNetns creates a new network namespace and pins it by bind-mounting it on path (a new
-// empty file), so it lives on without any process in it until removePinnedNetns.
-//
-// One locked OS thread unshares itself into the new namespace, pins it and switches back
-// (inOtherNetns).
+// empty file), so it lives on without any process in it until removePinnedNs.
 func pinNewNetns(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	return pinNewNamespaces([]nsPin{{Kind: "net", Path: path}}, "")
+}
+
+// nsPin is a namespace to make: its kind (as in /proc/<pid>/ns: "net", "uts", "ipc") and the
+// file it is pinned on.
+type nsPin struct{ Kind, Path string }
+
+// pinNewNamespaces creates one new namespace of each pin's kind and pins it by bind-mounting it on
+// the pin's path (a new empty file), so it lives on without any process in it until
+// removePinnedNs. A new UTS namespace gets hostname (unless
+// empty). All or nothing: on error no pin is left.
+//
+// One locked OS thread unshares itself into the new namespaces, pins them and switches back
+// (inOtherNamespaces), as CRI-O's pinns does from its own process.
+func pinNewNamespaces(pins []nsPin, hostname string) error {
+	made := 0 // pins[:made] have their files
+	undo := func() {
+		for _, p := range pins[:made] {
+			_ = removePinnedNs(p.Path)
+		}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if err != nil {
-		return err
+	kinds := make([]string, len(pins))
+	flags := 0
+	for i, p := range pins {
+		if nsFlags[p.Kind] == 0 {
+			return fmt.Errorf("pin a %s namespace: not a kind a thread can make", p.Kind)
+		}
+		kinds[i] = p.Kind
+		flags |= nsFlags[p.Kind]
+		if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
+			undo()
+			return err
+		}
+		f, err := os.OpenFile(p.Path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err != nil {
+			undo()
+			return err
+		}
+		f.Close()
+		made++
 	}
-	f.Close()
-	err = inOtherNetns(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare network namespace: %w", err)
+	err := inOtherNamespaces(kinds, func() error {
+		if err := unix.Unshare(flags); err != nil {
+			return fmt.Errorf("unshare %v namespaces: %w", kinds, err)
+		}
+		if hostname != "" && flags&unix.CLONE_NEWUTS != 0 {
+			if err := unix.Sethostname([]byte(hostname)); err != nil {
+				return fmt.Errorf("set hostname %q: %w", hostname, err)
+			}
 		}
 		return nil
 	}, func() error {
-		if err := unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("pin network namespace on %s: %w", path, err)
+		for _, p := range pins {
+			if err := unix.Mount("/proc/thread-self/ns/"+p.Kind, p.Path, "none", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("pin %s namespace on %s: %w", p.Kind, p.Path, err)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		_ = unix.Unmount(path, unix.MNT_DETACH)
-		_ = os.Remove(path)
+		undo()
 		return err
 	}
 	return nil
 }
 
-// removePinnedNetns unmounts and deletes a pinned namespace file. Missing or already unmounted
-// files are fine.
-func removePinnedNetns(path string) error {
+// removePinnedNs unmounts and deletes a pinned namespace file (of any kind). Missing or already
+// unmounted files are fine.
+func removePinnedNs(path string) error {
 	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmount: %w", err)
 	}
@@ -54,8 +90,8 @@ func removePinnedNetns(path string) error {
 	return nil
 }
 
-// isNetns reports whether path is a (pinned) network namespace.
-func isNetns(path string) bool {
+// isNsFile reports whether path is a (pinned) namespace.
+func isNsFile(path string) bool {
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		return false

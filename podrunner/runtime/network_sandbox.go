@@ -2,7 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -15,8 +19,9 @@ import (
 )
 
 // prepareSandbox makes what a sandbox about to be created holds besides its process: the pod's
-// /dev/shm (see podShmOpts) and its network (sandboxNetwork), recorded in labels. It returns the
-// spec options for the pause process and an undo for when the sandbox cannot be created.
+// /dev/shm (see podShmOpts), its UTS and IPC namespaces (pinSandboxNamespaces) and its network
+// (sandboxNetwork), recorded in labels. It returns the spec options for the pause process and an
+// undo for when the sandbox cannot be created.
 func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, func() ([]string, error), func(), error) {
 	var shm string
 	if !pod.Spec.HostIPC {
@@ -26,19 +31,143 @@ func (r *Runtime) prepareSandbox(ctx context.Context, id string, pod *corev1.Pod
 		}
 		labels[LabelShm] = shm
 	}
-	opts, attach, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
-	if err != nil {
+	undoShm := func() {
 		if shm != "" {
 			_ = unmountSandboxShm(shm)
 		}
+	}
+	nsOpts, err := r.pinSandboxNamespaces(id, pod, labels)
+	if err != nil {
+		undoShm()
 		return nil, nil, nil, err
 	}
-	return opts, attach, func() {
-		undoNet()
-		if shm != "" {
-			_ = unmountSandboxShm(shm)
+	undoNs := func() {
+		if dir := labels[LabelNamespaces]; dir != "" {
+			_ = removePinnedNamespaces(dir)
 		}
+	}
+	netOpts, attach, undoNet, err := r.sandboxNetwork(ctx, id, pod, labels)
+	if err != nil {
+		undoNs()
+		undoShm()
+		return nil, nil, nil, err
+	}
+	return append(nsOpts, netOpts...), attach, func() {
+		undoNet()
+		undoNs()
+		undoShm()
 	}, nil
+}
+
+// LabelNamespaces records the directory of a sandbox's pinned UTS and IPC namespaces (files
+// "uts" and "ipc"), so any runtime (whatever its root dir) can remove them.
+const LabelNamespaces = "podkeeper.io/namespaces"
+
+// sandboxNsDir is where sandbox sandboxID of pod podUID has its pinned UTS and IPC namespaces.
+func sandboxNsDir(root, podUID, sandboxID string) string {
+	return filepath.Join(podDir(root, podUID), "ns", sandboxID)
+}
+
+// pinSandboxNamespaces makes the pod's UTS namespace (with the pod's hostname; none for
+// hostNetwork pods, which have the host's) and IPC namespace (none for hostIPC pods) ahead of the
+// sandbox's process, pinned under sandboxNsDir like the network namespace, and returns the spec
+// options that put the pause process into them. With every namespace a container joins made
+// ahead, the pod's first containers are created (runc create) at the same time as the sandbox
+// rather than after it (see CreateSandbox).
+func (r *Runtime) pinSandboxNamespaces(id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, error) {
+	dir := sandboxNsDir(r.cfg.RootDir, string(pod.UID), id)
+	var pins []nsPin
+	if !pod.Spec.HostNetwork {
+		pins = append(pins, nsPin{Kind: "uts", Path: filepath.Join(dir, "uts")})
+	}
+	if !pod.Spec.HostIPC {
+		pins = append(pins, nsPin{Kind: "ipc", Path: filepath.Join(dir, "ipc")})
+	}
+	if len(pins) == 0 {
+		return nil, nil
+	}
+	// Left by a crash between the pinning and the sandbox's creation (the same ID): replaced.
+	if err := removePinnedNamespaces(dir); err != nil {
+		return nil, fmt.Errorf("remove leftover namespaces of %s: %w", id, err)
+	}
+	if err := pinNewNamespaces(pins, r.podHostname(pod)); err != nil {
+		return nil, fmt.Errorf("create namespaces of sandbox %s: %w", id, err)
+	}
+	labels[LabelNamespaces] = dir
+	var opts []oci.SpecOpts
+	for _, p := range pins {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: nsType[p.Kind], Path: p.Path}))
+	}
+	return opts, nil
+}
+
+// nsType is the OCI namespace type of a kind of pinned namespace.
+var nsType = map[string]specs.LinuxNamespaceType{"net": specs.NetworkNamespace, "uts": specs.UTSNamespace, "ipc": specs.IPCNamespace}
+
+// removePinnedNamespaces unmounts and removes a sandbox's pinned UTS and IPC namespaces and their
+// directory. Missing ones are fine.
+func removePinnedNamespaces(dir string) error {
+	var errs []error
+	for _, k := range []string{"uts", "ipc"} {
+		if err := removePinnedNs(filepath.Join(dir, k)); err != nil {
+			errs = append(errs, fmt.Errorf("%s namespace: %w", k, err))
+		}
+	}
+	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSandboxNamespaces removes the pinned UTS and IPC namespaces of removed container id
+// (labels: its labels). Not a sandbox, or one without them: nothing.
+func releaseSandboxNamespaces(id string, labels map[string]string) error {
+	dir := labels[LabelNamespaces]
+	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox || dir == "" {
+		return nil
+	}
+	if err := removePinnedNamespaces(dir); err != nil {
+		return fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// namespacesAhead says whether every namespace a container of pod joins exists before its
+// sandbox's process (labels: the sandbox's, once prepareSandbox made them): pinned, or the
+// host's. Not when the containers share the sandbox's PID namespace, which only its process
+// makes, nor when the pod network's namespace is runc's (no CNI).
+func namespacesAhead(pod *corev1.Pod, labels map[string]string) bool {
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace && !pod.Spec.HostPID {
+		return false
+	}
+	if !pod.Spec.HostNetwork && labels[LabelNetns] == "" {
+		return false
+	}
+	return (pod.Spec.HostNetwork && pod.Spec.HostIPC) || labels[LabelNamespaces] != ""
+}
+
+// sandboxNamespaces says where the namespaces of sandbox sb are for its containers to join: the
+// files pinned ahead of its process where it has them (a sandbox of an older podkeeper may
+// not), else its process's (/proc/<pid>/ns/...); "" when neither exists yet.
+func (r *Runtime) sandboxNamespaces(pod *corev1.Pod, sb podrunner.ContainerRecord) func(specs.LinuxNamespaceType) string {
+	return func(t specs.LinuxNamespaceType) string {
+		var pinned string
+		switch t {
+		case specs.NetworkNamespace:
+			if r.net != nil {
+				pinned = r.net.netnsPath(sb.ID)
+			}
+		case specs.UTSNamespace, specs.IPCNamespace:
+			pinned = filepath.Join(sandboxNsDir(r.cfg.RootDir, string(pod.UID), sb.ID), nsFile(t))
+		}
+		if pinned != "" && isNsFile(pinned) {
+			return pinned
+		}
+		if sb.PID != 0 {
+			return fmt.Sprintf("/proc/%d/ns/%s", sb.PID, nsFile(t))
+		}
+		return ""
+	}
 }
 
 // sandboxNetwork prepares the pod network of a sandbox about to be created (nothing for
@@ -70,7 +199,7 @@ func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod
 	}
 	undo := func() {
 		if !attached {
-			_ = removePinnedNetns(path) // attach failed (and cleaned up) or never ran
+			_ = removePinnedNs(path) // attach failed (and cleaned up) or never ran
 			return
 		}
 		if err := r.net.teardown(context.WithoutCancel(ctx), id, path, ports); err != nil {
@@ -99,7 +228,7 @@ func (r *Runtime) releaseSandboxNetwork(ctx context.Context, c containerd.Contai
 		// A runtime without the CNI config (a short CLI command): it can free the namespace
 		// but not the IP; the agent's next start finds nothing to do for it either, so say so.
 		r.log.Warn("no CNI config: removing the sandbox's network namespace without CNI DEL; its IP stays reserved", "sandbox", c.ID())
-		return removePinnedNetns(path)
+		return removePinnedNs(path)
 	}
 	ports := decodePortMappings(labels[LabelPortMappings])
 	if ports == nil {
@@ -130,7 +259,8 @@ func (r *Runtime) gcNetworks(ctx context.Context) {
 }
 
 // sandboxNamespaceOpts are the pause process's PID and IPC namespaces: the host's for hostPID /
-// hostIPC pods, else new ones (runc's default spec). Network and UTS: see hostnameOpts.
+// hostIPC pods, else a new PID namespace (runc's default spec) and the IPC namespace pinned
+// ahead (pinSandboxNamespaces). Network and UTS: see hostnameOpts and prepareSandbox.
 func sandboxNamespaceOpts(pod *corev1.Pod) []oci.SpecOpts {
 	var opts []oci.SpecOpts
 	if pod.Spec.HostPID {
@@ -142,15 +272,26 @@ func sandboxNamespaceOpts(pod *corev1.Pod) []oci.SpecOpts {
 	return opts
 }
 
-// containerNamespaceOpts puts a container into its pod's namespaces, held by the sandbox's
-// process pid:
+// errNoSandboxNamespace: a namespace a container must join does not exist (yet): its sandbox's
+// process has not been created and the namespace was not made ahead of it.
+var errNoSandboxNamespace = errors.New("the sandbox's namespaces do not exist")
+
+// containerNamespaceOpts puts a container into its pod's namespaces, which at says where the
+// sandbox holds them ("" when it does not hold one):
 //   - network and UTS: the sandbox's (hostNetwork pods: the host's, set by hostnameOpts);
 //   - IPC: the sandbox's, or the host's (with the host's /dev/shm) for hostIPC;
 //   - PID: the host's for hostPID; the sandbox's with shareProcessNamespace (the pause process
 //     is PID 1 and every container sees the others' processes); else a namespace of its own.
-func containerNamespaceOpts(pod *corev1.Pod, pid uint32) []oci.SpecOpts {
+//
+// It fails (errNoSandboxNamespace) when one it must join is not there.
+func containerNamespaceOpts(pod *corev1.Pod, at func(specs.LinuxNamespaceType) string) ([]oci.SpecOpts, error) {
+	var missing []string
 	join := func(t specs.LinuxNamespaceType) oci.SpecOpts {
-		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: fmt.Sprintf("/proc/%d/ns/%s", pid, nsFile(t))})
+		p := at(t)
+		if p == "" {
+			missing = append(missing, nsFile(t))
+		}
+		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: p})
 	}
 	var opts []oci.SpecOpts
 	if !pod.Spec.HostNetwork {
@@ -167,7 +308,10 @@ func containerNamespaceOpts(pod *corev1.Pod, pid uint32) []oci.SpecOpts {
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
 		opts = append(opts, join(specs.PIDNamespace))
 	}
-	return opts
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s", errNoSandboxNamespace, strings.Join(missing, ", "))
+	}
+	return opts, nil
 }
 
 // withHostDevShm replaces the container's private /dev/shm with the host's, as the CRI does for

@@ -7,10 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -89,21 +87,15 @@ func (r *Runtime) podShmOpts(pod *corev1.Pod, sb podrunner.ContainerRecord) ([]o
 	}}, nil
 }
 
-// releaseSandboxShm unmounts a removed sandbox's /dev/shm. Not a sandbox: nothing.
-func (r *Runtime) releaseSandboxShm(ctx context.Context, c containerd.Container) error {
-	labels, err := c.Labels(ctx)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("labels of %s: %w", c.ID(), err)
-	}
+// releaseSandboxShm unmounts the /dev/shm of removed container id (labels: its labels). Not a
+// sandbox: nothing.
+func (r *Runtime) releaseSandboxShm(id string, labels map[string]string) error {
 	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox {
 		return nil
 	}
 	path := labels[LabelShm]
 	if path == "" && labels[LabelPodUID] != "" && r.cfg.RootDir != "" {
-		path = sandboxShmPath(r.cfg.RootDir, labels[LabelPodUID], c.ID()) // mounted by a container start
+		path = sandboxShmPath(r.cfg.RootDir, labels[LabelPodUID], id) // mounted by a container start
 	}
 	if path == "" {
 		return nil

@@ -743,14 +743,20 @@ func TestContainerCreatedWhileSandboxStarts(t *testing.T) {
 	if sbErr != nil || err != nil {
 		t.Fatalf("sandbox: %v; container: %v", sbErr, err)
 	}
-	if created.State != podrunner.StateCreated || created.PID == 0 || len(created.PodIPs) != 0 {
-		t.Fatalf("created callback got %+v, want a created sandbox with its PID and no IPs yet", created)
+	// The namespaces were made ahead of the sandbox's process: the callback came before it.
+	if created.State != podrunner.StateCreated || created.PID != 0 || len(created.PodIPs) != 0 {
+		t.Fatalf("created callback got %+v, want a created sandbox with no process (PID 0) and no IPs yet", created)
 	}
 	if rec.State != podrunner.StateRunning || len(sb.PodIPs) != 1 {
 		t.Fatalf("container %+v, sandbox IPs %v", rec, sb.PodIPs)
 	}
-	if got, want := netns(t, rec.PID), netns(t, sb.PID); got != want {
-		t.Fatalf("container netns %s, sandbox's %s", got, want)
+	for _, ns := range []string{"net", "uts", "ipc"} {
+		if got, want := nsLink(t, rec.PID, ns), nsLink(t, sb.PID, ns); got != want {
+			t.Fatalf("container %s namespace %s, sandbox's %s", ns, got, want)
+		}
+	}
+	if h, _ := execOut(t, rt, ctx, rec.ID, "hostname"); strings.TrimSpace(h) != pod.Name {
+		t.Errorf("hostname %q, want the pod's name %q", h, pod.Name)
 	}
 	// Kept waiting by the sandbox, the container's started-at is its start, not its create.
 	if !rec.StartedAt.After(before.Add(300 * time.Millisecond)) {
@@ -805,4 +811,23 @@ func listedRecord(t *testing.T, rt *Runtime, ctx context.Context, uid, id string
 	}
 	t.Fatalf("container %s not listed", id)
 	return podrunner.ContainerRecord{}
+}
+
+// Without CNI the pod network's namespace is runc's, made with the sandbox's process: the
+// container is created against the sandbox only once that process exists.
+func TestContainerCreatedAgainstSandboxProcessWithoutCNI(t *testing.T) {
+	rt, ctx := newRuntime(t)
+	pod := testPod(t, sh("c", "sleep 3600"))
+	created, sb, sbErr, rec, err := startWhileSandboxStarts(t, rt, ctx, pod, 0)
+	if sbErr != nil || err != nil {
+		t.Fatalf("sandbox: %v; container: %v", sbErr, err)
+	}
+	if created.PID == 0 || created.PID != sb.PID {
+		t.Fatalf("created callback PID %d, sandbox PID %d: want the sandbox's process", created.PID, sb.PID)
+	}
+	for _, ns := range []string{"net", "uts", "ipc"} {
+		if got, want := nsLink(t, rec.PID, ns), nsLink(t, sb.PID, ns); got != want {
+			t.Fatalf("container %s namespace %s, sandbox's %s", ns, got, want)
+		}
+	}
 }

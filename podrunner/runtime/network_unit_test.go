@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -340,9 +341,14 @@ func TestContainerNamespaceOpts(t *testing.T) {
 			specs.NetworkNamespace: "", specs.UTSNamespace: "", specs.IPCNamespace: "/proc/42/ns/ipc",
 			specs.PIDNamespace: "", specs.MountNamespace: ""}, "shm"},
 	}
+	proc42 := func(t specs.LinuxNamespaceType) string { return "/proc/42/ns/" + nsFile(t) }
 	for _, tc := range cases {
 		pod := testPodSpec("p", tc.mut)
-		s := applyOpts(t, containerNamespaceOpts(pod, 42)...)
+		opts, err := containerNamespaceOpts(pod, proc42)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		s := applyOpts(t, opts...)
 		if got := nsPaths(s); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: namespaces %v, want %v", tc.name, got, tc.want)
 		}
@@ -350,8 +356,58 @@ func TestContainerNamespaceOpts(t *testing.T) {
 			t.Errorf("%s: /dev/shm from %q, want %q", tc.name, src, tc.shm)
 		}
 	}
+	// A sandbox whose process does not exist yet: the namespaces pinned ahead, or an error.
+	pinned := func(t specs.LinuxNamespaceType) string {
+		if t == specs.PIDNamespace {
+			return ""
+		}
+		return "/pins/" + nsFile(t)
+	}
+	opts, err := containerNamespaceOpts(testPodSpec("p", nil), pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := nsPaths(applyOpts(t, opts...)), map[specs.LinuxNamespaceType]string{
+		specs.NetworkNamespace: "/pins/net", specs.UTSNamespace: "/pins/uts", specs.IPCNamespace: "/pins/ipc",
+		specs.PIDNamespace: "", specs.MountNamespace: ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pinned namespaces %v, want %v", got, want)
+	}
+	if _, err := containerNamespaceOpts(testPodSpec("p", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = &yes }), pinned); !errors.Is(err, errNoSandboxNamespace) || !strings.Contains(err.Error(), "pid") {
+		t.Errorf("shareProcessNamespace without the sandbox's process: %v, want errNoSandboxNamespace naming pid", err)
+	}
+	none := func(specs.LinuxNamespaceType) string { return "" }
+	if _, err := containerNamespaceOpts(testPodSpec("p", nil), none); !errors.Is(err, errNoSandboxNamespace) {
+		t.Errorf("no namespaces at all: %v, want errNoSandboxNamespace", err)
+	}
+	if _, err := containerNamespaceOpts(testPodSpec("p", func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostIPC = true, true }), none); err != nil {
+		t.Errorf("a pod with only host namespaces needs none of the sandbox's: %v", err)
+	}
 	sb := applyOpts(t, sandboxNamespaceOpts(testPodSpec("p", func(p *corev1.Pod) { p.Spec.HostPID, p.Spec.HostIPC = true, true }))...)
 	if got := nsPaths(sb); !reflect.DeepEqual(got, map[specs.LinuxNamespaceType]string{specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: ""}) {
 		t.Errorf("hostPID+hostIPC sandbox namespaces %v", got)
+	}
+}
+
+func TestNamespacesAhead(t *testing.T) {
+	yes := true
+	pinnedAll := map[string]string{LabelNetns: "/run/netns/x", LabelNamespaces: "/pods/u/ns/x"}
+	cases := []struct {
+		name   string
+		mut    func(*corev1.Pod)
+		labels map[string]string
+		want   bool
+	}{
+		{"network, UTS and IPC pinned", nil, pinnedAll, true},
+		{"no CNI: the network namespace comes with the process", nil, map[string]string{LabelNamespaces: "/pods/u/ns/x"}, false},
+		{"UTS and IPC not pinned", nil, map[string]string{LabelNetns: "/run/netns/x"}, false},
+		{"shareProcessNamespace joins the process's PID namespace", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = &yes }, pinnedAll, false},
+		{"hostPID wins over shareProcessNamespace", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace, p.Spec.HostPID = &yes, true }, pinnedAll, true},
+		{"hostNetwork: IPC pinned", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, map[string]string{LabelNamespaces: "/pods/u/ns/x"}, true},
+		{"hostNetwork and hostIPC: only the host's", func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostIPC = true, true }, map[string]string{}, true},
+	}
+	for _, tc := range cases {
+		if got := namespacesAhead(testPodSpec("p", tc.mut), tc.labels); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -233,7 +233,7 @@ func (r *results) markdown() string {
 		}
 	}
 
-	w("\n## 4. Teardown: all pods removed -> all gone\n\npodkeeper: manifests deleted -> the API lists no pod and containerd holds no container of its namespace (SIGTERM, the sleeper exits at once). Floor: SIGTERM, wait, delete task and container with its snapshot, all at once.\n\n")
+	w("\n## 4. Teardown: all pods removed -> all gone\n\npodkeeper: manifests deleted -> the API lists no pod and containerd holds no container of its namespace (SIGTERM, the sleeper exits at once); it includes the manifest directory's 200 ms settle after a removal (an editor's save may remove a file and write it again, and acting at once would kill the pod), most of the one-pod figure. Floor: SIGTERM, wait, delete task and container with its snapshot, all at once.\n\n")
 	w("| pods | %s | podkeeper vs floor |\n|---|", strings.Join(names, " | "))
 	for range names {
 		w("---|")
@@ -337,9 +337,12 @@ const analysis = `### Why a target is missed, and what would reach it
   "sandbox started" / "container task started"): the sandbox's task create (shim start and
   runc create) 27-45 ms with CNI ADD (13-15 ms) beside it, pause start 8-20 ms, then the
   container's snapshot and spec 10-20 ms, its runc create 27-36 ms, start 5 ms. The second
-  runc create comes after the first because the container joins the pause process's IPC and
-  UTS namespaces by its PID; pinning those ahead, as the network namespace is, would let both
-  creates run at once (up to ~30 ms less with an idle core). The floor's 1.15x cannot be
+  runc create came after the first because the container joined the pause process's IPC and
+  UTS namespaces by its PID; they are now pinned ahead like the network namespace, so the
+  container is created at the same time as the sandbox (the two runc creates at once, each
+  slower on 2 cores: sandbox task ~72 ms, container's ~45-50 ms beside it): 20 starts, twice
+  each, one build after the other, 133/114 -> 107/101 ms p50, 2.30/2.18x -> 1.93/1.89x the
+  floor (2026-12-04, after the tables above were measured). The floor's 1.15x cannot be
   reached while a pod has a sandbox and a network, since those alone are a second
   create+start and a CNI ADD. The kubelet column does the same sandbox + network + container
   work.
