@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -214,6 +215,7 @@ func checkNothingLost(t *testing.T, a *agent, stateDir string, pods map[string]c
 		}
 	}
 	checkNoLeakedIPsOrCgroups(t, a, au, uids, pods)
+	checkNoLeakedNamespaces(t, a, au, uids, pods)
 	return au
 }
 
@@ -273,6 +275,63 @@ func checkNoLeakedIPsOrCgroups(t *testing.T, a *agent, au audit, uids map[string
 			if !seen[uid] {
 				t.Errorf("pod %s has no pod cgroup under %s", name, a.cgroupParent)
 			}
+		}
+	}
+}
+
+// checkNoLeakedNamespaces asserts that every namespace pinned under the agent's root and netns
+// dirs belongs to a listed pod's running sandbox, and that each such sandbox has its own: network
+// and UTS unless hostNetwork, IPC unless hostIPC.
+func checkNoLeakedNamespaces(t *testing.T, a *agent, au audit, uids map[string]string, pods map[string]corev1.Pod) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{a.root + "/", a.network().NetnsDir + "/"}
+	pins := map[string]int{} // sandbox ID -> its pinned namespaces
+	for _, l := range strings.Split(string(b), "\n") {
+		// ID parent major:minor root mount-point options [optional...] - fstype source super-options
+		f := strings.Fields(l)
+		sep := slices.Index(f, "-")
+		if sep < 0 || sep+1 >= len(f) || f[sep+1] != "nsfs" || len(f) < 5 {
+			continue
+		}
+		mp := f[4]
+		if !slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(mp, d) }) {
+			continue
+		}
+		owner := ""
+		for id, c := range au.containers {
+			if c.Labels[pkruntime.LabelKind] == string(podrunner.KindSandbox) && strings.Contains(mp, id) {
+				owner = id
+			}
+		}
+		_, running := au.tasks[owner]
+		_, listed := uids[au.containers[owner].Labels[pkruntime.LabelPodUID]]
+		if owner == "" || !running || !listed {
+			t.Errorf("leaked pinned namespace %s (sandbox %q, running %v, pod listed %v)", mp, owner, running, listed)
+			continue
+		}
+		pins[owner]++
+	}
+	for id, c := range au.containers {
+		if _, running := au.tasks[id]; !running || c.Labels[pkruntime.LabelKind] != string(podrunner.KindSandbox) {
+			continue
+		}
+		p, ok := pods[uids[c.Labels[pkruntime.LabelPodUID]]]
+		if !ok {
+			continue
+		}
+		want := 0
+		if !p.Spec.HostNetwork {
+			want += 2 // network, UTS
+		}
+		if !p.Spec.HostIPC {
+			want++
+		}
+		if pins[id] != want {
+			t.Errorf("sandbox %s of pod %s has %d pinned namespaces, want %d", id, p.Name, pins[id], want)
 		}
 	}
 }

@@ -816,7 +816,14 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err := r.stopTask(ctx, c, grace); err != nil {
 		return err
 	}
-	return r.releaseSandboxNetwork(ctx, c)
+	labels, err := c.Labels(ctx)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("labels of %s: %w", id, err)
+	}
+	return r.releaseSandbox(ctx, c, labels)
 }
 
 func (r *Runtime) stopTask(ctx context.Context, c containerd.Container, grace time.Duration) error {
@@ -1040,17 +1047,15 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	}
 	r.release(tio)
 	labels, lerr := c.Labels(ctx)
+	if lerr != nil && !errdefs.IsNotFound(lerr) {
+		return fmt.Errorf("labels of %s: %w", id, lerr)
+	}
 	if lerr == nil {
 		removeTermMsgFile(r.cfg.RootDir, labels)
-	}
-	if err := r.releaseSandboxNetwork(ctx, c); err != nil {
-		return err
-	}
-	if lerr == nil {
-		if err := r.releaseSandboxShm(id, labels); err != nil {
+		if err := r.releaseSandbox(ctx, c, labels); err != nil {
 			return err
 		}
-		if err := releaseSandboxNamespaces(id, labels); err != nil {
+		if err := r.releaseSandboxShm(id, labels); err != nil {
 			return err
 		}
 	}

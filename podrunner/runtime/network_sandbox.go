@@ -119,8 +119,8 @@ func removePinnedNamespaces(dir string) error {
 	return errors.Join(errs...)
 }
 
-// releaseSandboxNamespaces removes the pinned UTS and IPC namespaces of removed container id
-// (labels: its labels). Not a sandbox, or one without them: nothing.
+// releaseSandboxNamespaces removes the pinned UTS and IPC namespaces of container id (labels: its
+// labels). Not a sandbox, or one without them: nothing.
 func releaseSandboxNamespaces(id string, labels map[string]string) error {
 	dir := labels[LabelNamespaces]
 	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox || dir == "" {
@@ -209,17 +209,10 @@ func (r *Runtime) sandboxNetwork(ctx context.Context, id string, pod *corev1.Pod
 	return []oci.SpecOpts{oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: path})}, attach, undo, nil
 }
 
-// releaseSandboxNetwork tears down the pod network of sandbox c (CNI DEL, then the pinned
-// namespace) unless it is not a sandbox, has no CNI network, or was released already. It works
-// whether or not the pause process still runs. Idempotent.
-func (r *Runtime) releaseSandboxNetwork(ctx context.Context, c containerd.Container) error {
-	labels, err := c.Labels(ctx)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("labels of %s: %w", c.ID(), err)
-	}
+// releaseSandboxNetwork tears down the pod network of sandbox c (labels: its labels; CNI DEL,
+// then the pinned namespace) unless it is not a sandbox, has no CNI network, or was released
+// already. It works whether or not the pause process still runs. Idempotent.
+func (r *Runtime) releaseSandboxNetwork(ctx context.Context, c containerd.Container, labels map[string]string) error {
 	path := labels[LabelNetns]
 	if podrunner.ContainerKind(labels[LabelKind]) != podrunner.KindSandbox || path == "" || labels[LabelNetworkReleased] == "true" {
 		return nil
@@ -240,7 +233,18 @@ func (r *Runtime) releaseSandboxNetwork(ctx context.Context, c containerd.Contai
 	if _, err := c.SetLabels(ctx, map[string]string{LabelNetworkReleased: "true"}); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("record network release of %s: %w", c.ID(), err)
 	}
+	labels[LabelNetworkReleased] = "true"
 	return nil
+}
+
+// releaseSandbox releases what stopped or removed container c (labels: its labels) held beside
+// its process when it is a sandbox: its pod network and its pinned UTS and IPC namespaces (no
+// container joins a sandbox that has stopped). Its /dev/shm goes with its removal. Idempotent.
+func (r *Runtime) releaseSandbox(ctx context.Context, c containerd.Container, labels map[string]string) error {
+	if err := r.releaseSandboxNetwork(ctx, c, labels); err != nil {
+		return err
+	}
+	return releaseSandboxNamespaces(c.ID(), labels)
 }
 
 // gcNetworks releases pinned namespaces left without a sandbox (crash between CNI ADD and the

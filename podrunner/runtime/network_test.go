@@ -631,6 +631,26 @@ func TestPodNamespaces(t *testing.T) {
 		_ = rt.StopContainer(ctx, c.ID, 0)
 		_ = rt.RemoveContainer(ctx, c.ID)
 	}
+	// The UTS and IPC namespaces were pinned ahead of the pause process; a stopped sandbox
+	// holds none of them any more.
+	pinned := func() (n int) {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, " - nsfs ") && strings.Contains(l, sb.ID) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := pinned(); n != 2 {
+		t.Errorf("the running sandbox has %d pinned namespaces, want 2 (UTS, IPC; no CNI here)", n)
+	}
+	if err := rt.StopContainer(ctx, sb.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := pinned(); n != 0 {
+		t.Errorf("the stopped sandbox still has %d pinned namespaces", n)
+	}
 	if err := rt.RemoveContainer(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
