@@ -247,19 +247,31 @@ func (r *Runtime) releaseSandbox(ctx context.Context, c containerd.Container, la
 	return releaseSandboxNamespaces(c.ID(), labels)
 }
 
-// gcNetworks releases pinned namespaces left without a sandbox (crash between CNI ADD and the
-// sandbox's creation). Run once at agent start, before any worker creates sandboxes.
+// gcNetworks releases pinned namespaces left without a sandbox (a crash between their making
+// and the sandbox's creation): pod networks (CNI DEL) and UTS and IPC namespaces. Run once at
+// agent start, before any worker creates sandboxes.
 func (r *Runtime) gcNetworks(ctx context.Context) {
-	if r.net == nil {
-		return
-	}
-	r.net.gcOrphans(r.ctx(ctx), func(id string) (bool, error) {
+	exists := func(id string) (bool, error) {
 		_, err := r.client.LoadContainer(r.ctx(ctx), id)
 		if errdefs.IsNotFound(err) {
 			return false, nil
 		}
 		return err == nil, err
-	})
+	}
+	if r.net != nil {
+		r.net.gcOrphans(r.ctx(ctx), exists)
+	}
+	dirs, _ := filepath.Glob(sandboxNsDir(r.cfg.RootDir, "*", "*"))
+	for _, dir := range dirs {
+		if ok, err := exists(filepath.Base(dir)); err != nil || ok {
+			continue
+		}
+		if err := removePinnedNamespaces(dir); err != nil {
+			r.log.Warn("release orphaned pod namespaces", "dir", dir, "err", err)
+			continue
+		}
+		r.log.Info("released orphaned pod namespaces", "sandbox", filepath.Base(dir))
+	}
 }
 
 // sandboxNamespaceOpts are the pause process's PID and IPC namespaces: the host's for hostPID /

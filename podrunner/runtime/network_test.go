@@ -485,9 +485,26 @@ func TestNetworkReleasedByRestartedAgent(t *testing.T) {
 	if err := exec.Command("sh", "-c", "touch "+orphan+" && unshare --net="+orphan+" true").Run(); err != nil {
 		t.Fatal(err)
 	}
+	// ...and its UTS and IPC namespaces, pinned under the pod's dir.
+	orphanNs := filepath.Join(root, "pods", string(pod.UID), "ns", "0000000000000000.0.sandbox")
+	if err := os.MkdirAll(orphanNs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "cd "+orphanNs+" && touch uts ipc && unshare --uts=uts --ipc=ipc true").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	sbNs := filepath.Join(root, "pods", string(pod.UID), "ns", sb.ID)
 	rt2, ctx2 := newNetRuntimeAt(t, n, root) // the restarted agent
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Fatalf("orphaned netns %s not released at start (%v)", orphan, err)
+	}
+	if _, err := os.Stat(orphanNs); !os.IsNotExist(err) {
+		t.Fatalf("orphaned UTS and IPC namespaces %s not released at start (%v)", orphanNs, err)
+	}
+	for _, k := range []string{"uts", "ipc"} {
+		if !isNsMount(t, filepath.Join(sbNs, k)) {
+			t.Fatalf("the running sandbox's %s namespace was released at the agent's start", k)
+		}
 	}
 	// The restarted agent removes the pod as it would: its containers, then the sandbox
 	// (startPod's own clean-up holds the closed first runtime).
@@ -850,4 +867,14 @@ func TestContainerCreatedAgainstSandboxProcessWithoutCNI(t *testing.T) {
 			t.Fatalf("container %s namespace %s, sandbox's %s", ns, got, want)
 		}
 	}
+}
+
+// isNsMount says whether path is a pinned namespace (an nsfs mount).
+func isNsMount(t *testing.T, path string) bool {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return false
+	}
+	return st.Type == 0x6e736673 // NSFS_MAGIC
 }
