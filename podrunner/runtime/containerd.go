@@ -54,7 +54,8 @@ type Config struct {
 	// missing. Read at every pull.
 	DockerConfig string
 	// MaxParallelStarts bounds the sandbox creations and container starts in flight at once
-	// (the others wait their turn); 0: DefaultMaxParallelStarts(); negative: no bound.
+	// (the others wait their turn; a container created ahead of its sandbox no longer counts
+	// while it waits for it); 0: DefaultMaxParallelStarts(); negative: no bound.
 	MaxParallelStarts int
 }
 
@@ -485,10 +486,11 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 
 // StartContainer implements podrunner.Runtime.
 func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest) (podrunner.ContainerRecord, error) {
-	release, err := r.startSlot(ctx)
+	slot, err := r.startSlot(ctx)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("start container %s: %w", req.Container.Name, err)
 	}
+	release := sync.OnceFunc(slot)
 	defer release()
 	ctx = r.ctx(ctx)
 	t0 := time.Now()
@@ -545,6 +547,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("open log %s: %w", req.LogPath, err))
 	}
 	task, err := c.NewTask(ctx, logCreator(r.fifoDir(), tio.stream("stdout"), tio.stream("stderr")))
+	if req.SandboxReady != nil {
+		// The create is done: waiting for the sandbox (which holds a slot of its own) and the
+		// start, a light runc call, leave this slot to the next create.
+		release()
+	}
 	if err != nil {
 		tio.close()
 		if req.SandboxReady != nil {
