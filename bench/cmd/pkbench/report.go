@@ -342,7 +342,7 @@ const analysis = `### Why a target is missed, and what would reach it
   container is created at the same time as the sandbox (the two runc creates at once, each
   slower on 2 cores: sandbox task ~72 ms, container's ~45-50 ms beside it): 20 starts, twice
   each, one build after the other, 133/114 -> 107/101 ms p50, 2.30/2.18x -> 1.93/1.89x the
-  floor (2026-12-04, after the tables above were measured). The floor's 1.15x cannot be
+  floor (2026-12-04). The floor's 1.15x cannot be
   reached while a pod has a sandbox and a network, since those alone are a second
   create+start and a CNI ADD. The kubelet column does the same sandbox + network + container
   work.
