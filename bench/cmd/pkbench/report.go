@@ -369,10 +369,11 @@ const analysis = `### Why a target is missed, and what would reach it
   -> API Running 232 -> 183 ms, floor 144 / 142 ms; 10 kills among 110 pods, 283 -> 179 ms and
   305 -> 202 ms, floor 161 / 156 ms, pod starts unchanged). What is left above the floor's create+start is the
   observation and the exit record (two metadata round trips and a label write). 100 ms is
-  about one create+start on a fast host: met at p50 on the quiet machine of 2026-12-04 (90 ms,
-  floor 65 ms), missed on the loaded one of 2026-12-03 (151 ms, floor 143 ms) and at p99. Meeting
-  it on any machine takes doing the create ahead of time: a standby container per restartable
-  container, started on the exit.
+  about one create+start on a fast host: met on the quiet machine of 2026-12-04 (two full runs:
+  p50 90 ms and p99 234 ms with the floor at 65 ms, then p50 73 ms and p99 89 ms with the floor
+  at 49 ms), missed on the loaded one of 2026-12-03 (151 ms, floor 143 ms). Meeting it on any
+  machine takes doing the create ahead of time: a standby container per restartable container,
+  started on the exit.
 - **Agent RSS (target 40 MiB at 110 pods).** Measured at 110 pods: about 24 MiB of the RSS is
   the binary's own pages (file-backed: the Kubernetes API types, the containerd client, gRPC;
   /proc/PID/smaps_rollup's Pss_File), the rest anonymous: goroutine stacks (a worker per pod and
