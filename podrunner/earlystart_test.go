@@ -147,3 +147,29 @@ func TestNeedsPodIP(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose sandbox died (here: one left created by an agent killed mid-start) gets the next
+// sandbox attempt, and, as the kubelet does, the dead one is stopped (its IP and namespaces
+// released) before the new one is made.
+func TestDeadSandboxIsReleasedBeforeTheNextIsMade(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	e.rt.Seed(ContainerRecord{ID: "uid-a-sandbox-0", PodUID: "uid-a", PodName: "a-node1", PodNamespace: "default",
+		Kind: KindSandbox, Attempt: 0, State: StateCreated, TaskPresent: true})
+	e.m.Update([]*corev1.Pod{mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")})
+	e.run(t)
+	e.waitRunning(t, "uid-a", "main", 0)
+	var stopped, created int
+	for _, c := range e.rt.CallsFor("StopContainer", "uid-a") {
+		if c.ID == "uid-a-sandbox-0" && stopped == 0 {
+			stopped = c.Seq
+		}
+	}
+	cs := e.rt.CallsFor("CreateSandbox", "uid-a")
+	if len(cs) != 1 || cs[0].Attempt != 1 {
+		t.Fatalf("sandbox creations %+v, want one, attempt 1", cs)
+	}
+	created = cs[0].Seq
+	if stopped == 0 || stopped > created {
+		t.Fatalf("the dead sandbox stopped at call #%d, the new one created at #%d: want the stop first", stopped, created)
+	}
+}

@@ -368,6 +368,14 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 			return true, time.Time{}
 		}
 	case plan.CreateSandbox:
+		if old, ok := v.Sandbox(); ok {
+			// The previous sandbox is dead (or never started): as the kubelet stops it before it
+			// makes the next, its network (IP) and pinned namespaces are released first, not
+			// only once the new one runs; its record stays until the next plan removes it.
+			if err := w.m.rt.StopContainer(ctx, old.ID, 0); err != nil {
+				w.log.Warn("release the previous sandbox", "sandbox", old.ID, "err", err)
+			}
+		}
 		if err := w.createSandbox(ctx, pod, v, plan.SandboxAttempt); err != nil {
 			w.log.Warn("create sandbox", "err", err)
 			w.m.rec.Eventf(pod, "", EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
