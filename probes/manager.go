@@ -70,8 +70,11 @@ type probed struct {
 	has              map[Kind]bool
 	results          map[Kind]Result // guarded by Manager.mu
 	cancel           context.CancelFunc
-	// startedC is closed when the startup probe succeeds (never, without one).
+	// startedC is closed, and gateOpen set, once the startup probe's success has been delivered
+	// to Updates (never, without a startup probe): liveness and readiness run from then on, so
+	// no consumer sees their results before the startup probe's.
 	startedC chan struct{}
+	gateOpen bool
 }
 
 // NewManager returns a manager; nothing runs until Start.
@@ -114,6 +117,13 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 	ctx, cancel := context.WithCancel(ctx)
 	p := &probed{podUID: podUID, name: c.Name, id: t.ContainerID, has: map[Kind]bool{}, results: map[Kind]Result{}, cancel: cancel, startedC: make(chan struct{})}
 	m.containers[t.ContainerID] = p
+	// p.has is complete before any worker starts: the workers read it without the lock.
+	var launch []func()
+	defer func() {
+		for _, f := range launch {
+			f()
+		}
+	}()
 	for _, k := range []Kind{Startup, Liveness, Readiness} {
 		pr := probeOf(c, k)
 		if pr == nil {
@@ -128,7 +138,7 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 			h = func(context.Context, Target, time.Duration) Outcome { return Outcome{Result: Failure, Err: herr} }
 		}
 		mach := NewMachine(k, spec, startedAt, time.Now(), m.cfg.LivenessLag(spec.Period))
-		go m.run(ctx, p, k, mach, h, t, spec)
+		launch = append(launch, func() { go m.run(ctx, p, k, mach, h, t, spec) })
 	}
 }
 
@@ -193,10 +203,12 @@ func startedLocked(p *probed) bool {
 	return !p.has[Startup] || p.results[Startup] == Success
 }
 
-func (m *Manager) started(p *probed) bool {
+// gateOpen says whether liveness and readiness of p may run: it has no startup probe, or that
+// probe's success has been delivered.
+func (m *Manager) gateOpen(p *probed) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return startedLocked(p)
+	return !p.has[Startup] || p.gateOpen
 }
 
 // run is the worker of one container probe.
@@ -218,7 +230,7 @@ func (m *Manager) run(ctx context.Context, p *probed, k Kind, mach *Machine, h h
 			timer.Stop() // (Go >= 1.23 timers: no stale tick after Stop or Reset)
 			mach.RunNow(time.Now())
 		}
-		if k != Startup && !m.started(p) {
+		if k != Startup && !m.gateOpen(p) {
 			mach.Skip(time.Now())
 		} else {
 			o := h(ctx, t, spec.Timeout)
@@ -253,16 +265,21 @@ func (m *Manager) set(ctx context.Context, p *probed, k Kind, r Result) bool {
 		return false // stopped
 	}
 	p.results[k] = r
-	if k == Startup && r == Success {
-		close(p.startedC)
-	}
 	m.mu.Unlock()
 	select {
 	case m.updates <- Update{PodUID: p.podUID, Container: p.name, ContainerID: p.id, Kind: k, Result: r}:
-		return true
 	case <-ctx.Done():
 		return false
 	}
+	if k == Startup && r == Success {
+		m.mu.Lock()
+		if !p.gateOpen {
+			p.gateOpen = true
+			close(p.startedC)
+		}
+		m.mu.Unlock()
+	}
+	return true
 }
 
 func (m *Manager) event(p *probed, k Kind, o Outcome) {
