@@ -70,11 +70,10 @@ type probed struct {
 	has              map[Kind]bool
 	results          map[Kind]Result // guarded by Manager.mu
 	cancel           context.CancelFunc
-	// startedC is closed, and gateOpen set, once the startup probe's success has been delivered
-	// to Updates (never, without a startup probe): liveness and readiness run from then on, so
-	// no consumer sees their results before the startup probe's.
+	// startedC is closed once the startup probe's success has been delivered to Updates (never,
+	// without a startup probe): liveness and readiness run from then on, so no consumer sees
+	// their results before the startup probe's.
 	startedC chan struct{}
-	gateOpen bool
 }
 
 // NewManager returns a manager; nothing runs until Start.
@@ -119,11 +118,6 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 	m.containers[t.ContainerID] = p
 	// p.has is complete before any worker starts: the workers read it without the lock.
 	var launch []func()
-	defer func() {
-		for _, f := range launch {
-			f()
-		}
-	}()
 	for _, k := range []Kind{Startup, Liveness, Readiness} {
 		pr := probeOf(c, k)
 		if pr == nil {
@@ -139,6 +133,9 @@ func (m *Manager) Start(ctx context.Context, podUID string, c *corev1.Container,
 		}
 		mach := NewMachine(k, spec, startedAt, time.Now(), m.cfg.LivenessLag(spec.Period))
 		launch = append(launch, func() { go m.run(ctx, p, k, mach, h, t, spec) })
+	}
+	for _, f := range launch {
+		f()
 	}
 }
 
@@ -204,11 +201,17 @@ func startedLocked(p *probed) bool {
 }
 
 // gateOpen says whether liveness and readiness of p may run: it has no startup probe, or that
-// probe's success has been delivered.
-func (m *Manager) gateOpen(p *probed) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return !p.has[Startup] || p.gateOpen
+// probe's success has been delivered (p.has is never written once the workers run).
+func gateOpen(p *probed) bool {
+	if !p.has[Startup] {
+		return true
+	}
+	select {
+	case <-p.startedC:
+		return true
+	default:
+		return false
+	}
 }
 
 // run is the worker of one container probe.
@@ -230,7 +233,7 @@ func (m *Manager) run(ctx context.Context, p *probed, k Kind, mach *Machine, h h
 			timer.Stop() // (Go >= 1.23 timers: no stale tick after Stop or Reset)
 			mach.RunNow(time.Now())
 		}
-		if k != Startup && !m.gateOpen(p) {
+		if k != Startup && !gateOpen(p) {
 			mach.Skip(time.Now())
 		} else {
 			o := h(ctx, t, spec.Timeout)
@@ -272,12 +275,7 @@ func (m *Manager) set(ctx context.Context, p *probed, k Kind, r Result) bool {
 		return false
 	}
 	if k == Startup && r == Success {
-		m.mu.Lock()
-		if !p.gateOpen {
-			p.gateOpen = true
-			close(p.startedC)
-		}
-		m.mu.Unlock()
+		close(p.startedC) // once: a startup probe's machine is done after its success
 	}
 	return true
 }

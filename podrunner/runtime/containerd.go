@@ -397,11 +397,17 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	// With every namespace its containers join made ahead, they may be created from now on, at
 	// the same time as the sandbox's own container and task (the two runc creates at once);
 	// else once its process exists (below).
-	early := created != nil && namespacesAhead(pod, labels)
-	if early {
+	notify := func(task containerd.Task) {
 		rec := recordFromLabels(id, labels)
 		rec.State = podrunner.StateCreated
+		if task != nil {
+			rec.TaskPresent, rec.PID = true, task.Pid()
+		}
 		created(rec)
+	}
+	early := created != nil && namespacesAhead(pod, labels)
+	if early {
+		notify(nil)
 	}
 	tNet := time.Now()
 	// CNI ADD runs while the sandbox's container and task are created (it needs only
@@ -446,11 +452,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	tTask := time.Now()
 	if created != nil && !early {
-		rec := recordFromLabels(id, labels)
-		rec.State = podrunner.StateCreated
-		rec.TaskPresent = true
-		rec.PID = task.Pid()
-		created(rec)
+		notify(task)
 	}
 	// The pause process starts only once its network is complete: a sandbox that runs always
 	// has its IPs recorded (an agent killed before leaves a created task, which is replaced).

@@ -6,27 +6,24 @@ import (
 	"os"
 	"path/filepath"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
 // pinNewNetns creates a new network namespace and pins it by bind-mounting it on path (a new
 // empty file), so it lives on without any process in it until removePinnedNs.
 func pinNewNetns(path string) error {
-	return pinNewNamespaces([]nsPin{{Kind: "net", Path: path}}, "")
+	return pinNewNamespaces([]specs.LinuxNamespace{{Type: specs.NetworkNamespace, Path: path}}, "")
 }
 
-// nsPin is a namespace to make: its kind (as in /proc/<pid>/ns: "net", "uts", "ipc") and the
-// file it is pinned on.
-type nsPin struct{ Kind, Path string }
-
-// pinNewNamespaces creates one new namespace of each pin's kind and pins it by bind-mounting it on
-// the pin's path (a new empty file), so it lives on without any process in it until
+// pinNewNamespaces creates one new namespace of each pin's type (network, UTS, IPC) and pins it
+// by bind-mounting it on the pin's path (a new empty file), so it lives on without any process in it until
 // removePinnedNs. A new UTS namespace gets hostname (unless
 // empty). All or nothing: on error no pin is left.
 //
 // One locked OS thread unshares itself into the new namespaces, pins them and switches back
 // (inOtherNamespaces), as CRI-O's pinns does from its own process.
-func pinNewNamespaces(pins []nsPin, hostname string) error {
+func pinNewNamespaces(pins []specs.LinuxNamespace, hostname string) error {
 	made := 0 // pins[:made] have their files
 	undo := func() {
 		for _, p := range pins[:made] {
@@ -36,11 +33,11 @@ func pinNewNamespaces(pins []nsPin, hostname string) error {
 	kinds := make([]string, len(pins))
 	flags := 0
 	for i, p := range pins {
-		if nsFlags[p.Kind] == 0 {
-			return fmt.Errorf("pin a %s namespace: not a kind a thread can make", p.Kind)
+		kinds[i] = nsFile(p.Type)
+		if nsFlags[kinds[i]] == 0 {
+			return fmt.Errorf("pin a %s namespace: not a kind a thread can make", kinds[i])
 		}
-		kinds[i] = p.Kind
-		flags |= nsFlags[p.Kind]
+		flags |= nsFlags[kinds[i]]
 		if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 			undo()
 			return err
@@ -64,9 +61,9 @@ func pinNewNamespaces(pins []nsPin, hostname string) error {
 		}
 		return nil
 	}, func() error {
-		for _, p := range pins {
-			if err := unix.Mount("/proc/thread-self/ns/"+p.Kind, p.Path, "none", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("pin %s namespace on %s: %w", p.Kind, p.Path, err)
+		for i, p := range pins {
+			if err := unix.Mount("/proc/thread-self/ns/"+kinds[i], p.Path, "none", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("pin %s namespace on %s: %w", kinds[i], p.Path, err)
 			}
 		}
 		return nil

@@ -76,12 +76,12 @@ func sandboxNsDir(root, podUID, sandboxID string) string {
 // rather than after it (see CreateSandbox).
 func (r *Runtime) pinSandboxNamespaces(id string, pod *corev1.Pod, labels map[string]string) ([]oci.SpecOpts, error) {
 	dir := sandboxNsDir(r.cfg.RootDir, string(pod.UID), id)
-	var pins []nsPin
+	var pins []specs.LinuxNamespace
 	if !pod.Spec.HostNetwork {
-		pins = append(pins, nsPin{Kind: "uts", Path: filepath.Join(dir, "uts")})
+		pins = append(pins, specs.LinuxNamespace{Type: specs.UTSNamespace, Path: filepath.Join(dir, "uts")})
 	}
 	if !pod.Spec.HostIPC {
-		pins = append(pins, nsPin{Kind: "ipc", Path: filepath.Join(dir, "ipc")})
+		pins = append(pins, specs.LinuxNamespace{Type: specs.IPCNamespace, Path: filepath.Join(dir, "ipc")})
 	}
 	if len(pins) == 0 {
 		return nil, nil
@@ -96,13 +96,10 @@ func (r *Runtime) pinSandboxNamespaces(id string, pod *corev1.Pod, labels map[st
 	labels[LabelNamespaces] = dir
 	var opts []oci.SpecOpts
 	for _, p := range pins {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: nsType[p.Kind], Path: p.Path}))
+		opts = append(opts, oci.WithLinuxNamespace(p))
 	}
 	return opts, nil
 }
-
-// nsType is the OCI namespace type of a kind of pinned namespace.
-var nsType = map[string]specs.LinuxNamespaceType{"net": specs.NetworkNamespace, "uts": specs.UTSNamespace, "ipc": specs.IPCNamespace}
 
 // removePinnedNamespaces unmounts and removes a sandbox's pinned UTS and IPC namespaces and their
 // directory. Missing ones are fine.
