@@ -26,8 +26,9 @@ type Runtime interface {
 	// opts.OnPull (when set) once, just before a registry pull begins.
 	EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error)
 
-	// CreateSandbox creates and starts the pod's sandbox (the process holding its namespaces).
-	// attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1). When
+	// CreateSandbox creates and starts the pod's sandbox: what holds its namespaces (a process,
+	// or, where the runtime pins them all ahead, no process: then the record's PID stays 0 and
+	// State Running stands for namespaces still there). attempt numbers sandboxes of one pod (a sandbox that dies is replaced by attempt+1). When
 	// created is not nil, CreateSandbox calls it once (in its own goroutine; it must not block) as
 	// soon as the sandbox's namespaces exist (possibly before its process): the record has its
 	// ID, its PID if its process exists already (else 0), State Created and no IPs yet (the pod

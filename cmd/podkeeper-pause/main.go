@@ -1,6 +1,8 @@
-// Command podkeeper-pause is the process of every pod sandbox: it holds the pod's namespaces
-// (network, IPC, UTS) for the pod's containers to join, reaps zombies when it is PID 1 of a shared
-// PID namespace, and exits on SIGTERM or SIGINT. It must stay tiny: it runs once per pod.
+// Command podkeeper-pause is the process of the pod sandboxes that need one (shareProcessNamespace,
+// pods without CNI, hostNetwork with hostIPC, or every pod with --always-pause): it holds the
+// pod's namespaces (network, IPC, UTS) for the pod's containers to join, reaps zombies when it is
+// PID 1 of a shared PID namespace, and exits on SIGTERM or SIGINT. It must stay tiny: it runs once
+// per such pod.
 package main
 
 import (

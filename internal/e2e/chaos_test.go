@@ -99,6 +99,9 @@ func (a *agent) waitAllRunning(timeout time.Duration, names []string) map[string
 type audit struct {
 	containers map[string]containers.Container
 	tasks      map[string]uint32 // container ID -> PID of its running task
+	// running: container IDs that run: a running task, or a sandbox without a process (its
+	// label says so, no exit recorded) whose namespaces are still pinned (nsfs mounts).
+	running map[string]bool
 	stopped    map[string]bool   // container IDs whose task exists but is not running
 	active     map[string]bool   // active snapshot keys
 	mounts     []string          // rootfs mounts of the namespace's task bundles
@@ -114,7 +117,7 @@ func takeAudit(t *testing.T, address, stateDir, ns string) audit {
 	}
 	defer cl.Close()
 	ctx = namespaces.WithNamespace(ctx, ns)
-	au := audit{containers: map[string]containers.Container{}, tasks: map[string]uint32{}, stopped: map[string]bool{}, active: map[string]bool{}}
+	au := audit{containers: map[string]containers.Container{}, tasks: map[string]uint32{}, running: map[string]bool{}, stopped: map[string]bool{}, active: map[string]bool{}}
 	cs, err := cl.ContainerService().List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func takeAudit(t *testing.T, address, stateDir, ns string) audit {
 	for _, tk := range ts.Tasks {
 		if tk.Status.String() == "RUNNING" {
 			au.tasks[tk.ID] = tk.Pid
+			au.running[tk.ID] = true
 		} else {
 			au.stopped[tk.ID] = true
 		}
@@ -147,10 +151,20 @@ func takeAudit(t *testing.T, address, stateDir, ns string) audit {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(stateDir, "io.containerd.runtime.v2.task", ns) + "/"
+	var nsPins []string
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
 		if len(f) > 4 && strings.HasPrefix(f[4], prefix) {
 			au.mounts = append(au.mounts, strings.TrimPrefix(f[4], prefix))
+		}
+		if sep := slices.Index(f, "-"); sep > 4 && sep+1 < len(f) && f[sep+1] == "nsfs" {
+			nsPins = append(nsPins, f[4])
+		}
+	}
+	for id, c := range au.containers {
+		if c.Labels[pkruntime.LabelNoProcess] == "true" && c.Labels[pkruntime.LabelFinishedAt] == "" &&
+			slices.ContainsFunc(nsPins, func(mp string) bool { return strings.Contains(mp, id) }) {
+			au.running[id] = true
 		}
 	}
 	return au
@@ -173,7 +187,7 @@ func checkNothingLost(t *testing.T, a *agent, stateDir string, pods map[string]c
 			t.Errorf("leaked container %s of pod %s (uid %s), not listed by the API", id, c.Labels[pkruntime.LabelPodName], uid)
 			continue
 		}
-		if _, ok := au.tasks[id]; ok {
+		if au.running[id] {
 			runningOf[uid+"/"+c.Labels[pkruntime.LabelContainerName]+"/"+c.Labels[pkruntime.LabelKind]]++
 		}
 		if c.SnapshotKey != "" && !au.active[c.SnapshotKey] {
@@ -236,7 +250,7 @@ func checkNoLeakedIPsOrCgroups(t *testing.T, a *agent, au audit, uids map[string
 		}
 		id := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 		c, ok := au.containers[id]
-		_, running := au.tasks[id]
+		running := au.running[id]
 		if !ok || !running || c.Labels[pkruntime.LabelKind] != string(podrunner.KindSandbox) {
 			t.Errorf("leaked IP %s (held by %q, not a running sandbox)", d.Name(), id)
 		} else if _, listed := uids[c.Labels[pkruntime.LabelPodUID]]; !listed {
@@ -307,7 +321,7 @@ func checkNoLeakedNamespaces(t *testing.T, a *agent, au audit, uids map[string]s
 				owner = id
 			}
 		}
-		_, running := au.tasks[owner]
+		running := au.running[owner]
 		_, listed := uids[au.containers[owner].Labels[pkruntime.LabelPodUID]]
 		if owner == "" || !running || !listed {
 			t.Errorf("leaked pinned namespace %s (sandbox %q, running %v, pod listed %v)", mp, owner, running, listed)
@@ -316,7 +330,7 @@ func checkNoLeakedNamespaces(t *testing.T, a *agent, au audit, uids map[string]s
 		pins[owner]++
 	}
 	for id, c := range au.containers {
-		if _, running := au.tasks[id]; !running || c.Labels[pkruntime.LabelKind] != string(podrunner.KindSandbox) {
+		if !au.running[id] || c.Labels[pkruntime.LabelKind] != string(podrunner.KindSandbox) {
 			continue
 		}
 		p, ok := pods[uids[c.Labels[pkruntime.LabelPodUID]]]
@@ -412,8 +426,9 @@ func TestChaosKill9DuringStart(t *testing.T) {
 }
 
 // "Reboot": while the agent is down every task is gone (killed and deleted, as after a reboot),
-// and for half of the pods the containers too. At its start the agent brings every pod back
-// with one running instance of each container and leaves nothing behind.
+// and so are the namespaces the sandboxes pinned (a reboot takes every mount), and for half of
+// the pods the containers too. At its start the agent brings every pod back with one running
+// instance of each container (in a new sandbox) and leaves nothing behind.
 func TestChaosReboot(t *testing.T) {
 	n := size(4, 20)
 	a := startAgent(t, "pk-chaos-reboot")
@@ -452,11 +467,37 @@ func TestChaosReboot(t *testing.T) {
 			deleted++
 		}
 	}
+	unpinned := unmountPins(t, a)
 	a.start()
 	pods := a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
 	au := checkNothingLost(t, a, stateDir, pods)
-	chaosLog(t, "%d pods, %d containers: all tasks removed, %d containers deleted while the agent was down; after its start %d/%d pods Running, %d tasks, no leaks: %v",
-		n, len(cs), deleted, len(pods), n, len(au.tasks), !t.Failed())
+	chaosLog(t, "%d pods, %d containers: all tasks removed, %d pinned namespaces unmounted, %d containers deleted while the agent was down; after its start %d/%d pods Running, %d tasks, no leaks: %v",
+		n, len(cs), unpinned, deleted, len(pods), n, len(au.tasks), !t.Failed())
+}
+
+// unmountPins unmounts every namespace pinned under the agent's root and netns dirs (as a reboot
+// would) and returns how many.
+func unmountPins(t *testing.T, a *agent) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		sep := slices.Index(f, "-")
+		if sep <= 4 || sep+1 >= len(f) || f[sep+1] != "nsfs" {
+			continue
+		}
+		if mp := f[4]; strings.HasPrefix(mp, a.root+"/") || strings.HasPrefix(mp, a.network().NetnsDir+"/") {
+			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+				t.Fatalf("unmount %s: %v", mp, err)
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // containerd stopped (SIGTERM) for a while, then started again on the same root and state: the
@@ -550,8 +591,8 @@ func TestChaosManifestStorm(t *testing.T) {
 			}
 		}
 		au := takeAudit(t, a.address, stateDir, a.ns)
-		if len(au.containers) != 2*files || len(au.tasks) != 2*files {
-			return false, fmt.Sprintf("%d containers, %d tasks in containerd; want %d each", len(au.containers), len(au.tasks), 2*files)
+		if len(au.containers) != 2*files || len(au.running) != 2*files {
+			return false, fmt.Sprintf("%d containers, %d running (tasks and sandboxes without a process); want %d each", len(au.containers), len(au.running), 2*files)
 		}
 		return true, ""
 	})

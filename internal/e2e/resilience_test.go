@@ -51,8 +51,10 @@ func TestAgentWaitsForContainerd(t *testing.T) {
 }
 
 // The sandbox dying takes the pod down and brings it back: new sandbox, containers restarted.
+// With --always-pause, so that the sandbox has a process to kill (a sandbox without one ends
+// when its pinned namespaces go, as with a reboot: TestChaosReboot).
 func TestSandboxDeathRecreatesPod(t *testing.T) {
-	a := startAgent(t, "pk-e2e-sandbox")
+	a := startAgentAt(t, "pk-e2e-sandbox", env.Address, "--always-pause")
 	a.write("sb.yaml", podYAML("sb", "Always", 1, "", shContainer("c", "sleep 3600", "")))
 	p := a.waitPod(30*time.Second, "sb-e2e", "Running", running)
 	v := podrunner.NewPodView(a.records(string(p.UID)))

@@ -38,10 +38,13 @@ import (
 
 // Config says where containerd is and where podkeeper keeps its files.
 type Config struct {
-	Address     string          // containerd socket
-	Namespace   string          // containerd namespace of podkeeper's containers
-	RootDir     string          // podkeeper's root: pods/, fifo/, sandbox/, images/
-	PauseBinary string          // static binary run as each pod's sandbox process
+	Address     string // containerd socket
+	Namespace   string // containerd namespace of podkeeper's containers
+	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
+	PauseBinary string // static binary run as each pod's sandbox process
+	// AlwaysPause gives every sandbox a pause process. Without it, a sandbox whose namespaces
+	// all exist ahead of its process (see sandboxWithoutProcess) has none.
+	AlwaysPause bool
 	Snapshotter string          // default overlayfs
 	Cgroups     *cgroup.Manager // pod cgroup tree and limits; nil: containerd's defaults (cgroups.go)
 	Logger      *slog.Logger
@@ -446,6 +449,29 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	r.remember(id, string(pod.UID))
 	tCreate := time.Now()
+	if !r.cfg.AlwaysPause && sandboxWithoutProcess(pod, labels) {
+		// Nothing for a pause process to hold: the sandbox is its record, its pinned
+		// namespaces and its network, ready once the network is complete.
+		<-attached
+		if attachErr != nil {
+			return fail(c, nil, fmt.Errorf("create sandbox %s: %w", id, attachErr))
+		}
+		upd := map[string]string{LabelNoProcess: "true"}
+		if ips != nil {
+			labels[LabelPodIPs] = strings.Join(ips, ",")
+			upd[LabelPodIPs] = labels[LabelPodIPs]
+		}
+		if _, err := c.SetLabels(ctx, upd); err != nil {
+			return fail(c, nil, fmt.Errorf("record sandbox %s: %w", id, err))
+		}
+		labels[LabelNoProcess] = "true"
+		r.log.Debug("sandbox ready (no process)", "pod", pod.Namespace+"/"+pod.Name, "id", id,
+			"prepare", tNet.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tNet).Round(time.Millisecond),
+			"networkWait", time.Since(tCreate).Round(time.Millisecond), "network", attachTook.Round(time.Millisecond))
+		rec := recordFromLabels(id, labels)
+		rec.State = podrunner.StateRunning
+		return rec, nil
+	}
 	task, err := c.NewTask(ctx, cio.NullIO)
 	if err != nil {
 		return fail(c, nil, fmt.Errorf("create sandbox task %s: %w", id, err))
@@ -832,7 +858,16 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil {
 		return fmt.Errorf("labels of %s: %w", id, err)
 	}
-	return r.releaseSandbox(ctx, c, labels)
+	if err := r.releaseSandbox(ctx, c, labels); err != nil {
+		return err
+	}
+	if labels[LabelNoProcess] == "true" && labels[LabelFinishedAt] == "" {
+		// A sandbox without a process stops with its namespaces' release: recorded as an exit.
+		if _, err := r.writeExit(ctx, c, labels, 0, time.Now(), false); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) stopTask(ctx context.Context, c containerd.Container, grace time.Duration) error {
@@ -1141,6 +1176,9 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 			tp = &t
 		}
 		rec = withTask(rec, tp)
+		if tp == nil && c.Labels[LabelNoProcess] == "true" {
+			rec = processlessSandbox(rec, c.Labels, pinsAlive)
+		}
 		if r.collectLogs && rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
 			r.ensureAttached(ctx, c.ID, rec.LogPath)
 		}

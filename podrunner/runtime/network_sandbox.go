@@ -143,6 +143,50 @@ func namespacesAhead(pod *corev1.Pod, labels map[string]string) bool {
 	return (pod.Spec.HostNetwork && pod.Spec.HostIPC) || labels[LabelNamespaces] != ""
 }
 
+// LabelNoProcess marks a sandbox without a process (see sandboxWithoutProcess), set once its
+// network is complete: before that, such a sandbox is only created (an agent killed meanwhile
+// leaves one that is replaced, as a created pause task is).
+const LabelNoProcess = "podkeeper.io/no-process"
+
+// sandboxWithoutProcess says whether a sandbox of pod (labels: the sandbox's, once
+// prepareSandbox made them) needs no pause process: every namespace its containers join exists
+// ahead of it (namespacesAhead: no shared PID namespace, whose PID 1 the pause process would
+// be) and at least one is pinned, whose liveness then tells whether the sandbox still exists
+// (pinsAlive; a reboot takes the pins away). A hostNetwork and hostIPC pod pins nothing and
+// keeps its pause process. CRI-O does the same (drop_infra_ctr): the pause process holds
+// nothing that the pins do not, and costs every pod a second runc create and process.
+func sandboxWithoutProcess(pod *corev1.Pod, labels map[string]string) bool {
+	return namespacesAhead(pod, labels) && (labels[LabelNetns] != "" || labels[LabelNamespaces] != "")
+}
+
+// pinsAlive says whether the namespaces a sandbox pinned (labels: its labels) are still there:
+// its network namespace, if it has one, and its UTS or IPC namespace, if it has those.
+func pinsAlive(labels map[string]string) bool {
+	netns, dir := labels[LabelNetns], labels[LabelNamespaces]
+	if netns == "" && dir == "" {
+		return false
+	}
+	if netns != "" && !isNsFile(netns) {
+		return false
+	}
+	return dir == "" || isNsFile(filepath.Join(dir, "uts")) || isNsFile(filepath.Join(dir, "ipc"))
+}
+
+// processlessSandbox completes the record of a sandbox without a process (rec: as withTask made
+// it, with no task): it runs while nothing stopped it (no exit recorded) and its pinned
+// namespaces are alive; once they are gone (a reboot, say) it has ended.
+func processlessSandbox(rec podrunner.ContainerRecord, labels map[string]string, alive func(map[string]string) bool) podrunner.ContainerRecord {
+	switch {
+	case rec.ExitRecorded:
+		rec.State = podrunner.StateExited
+	case alive(labels):
+		rec.State = podrunner.StateRunning
+	default:
+		rec.State = podrunner.StateExited
+	}
+	return rec
+}
+
 // sandboxNamespaces says where the namespaces of sandbox sb are for its containers to join: the
 // files pinned ahead of its process where it has them (a sandbox of an older podkeeper may
 // not), else its process's (/proc/<pid>/ns/...); "" when neither exists yet.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -83,6 +84,12 @@ func newNetRuntime(t *testing.T, n *testNet) (*Runtime, context.Context) {
 // newNetRuntimeAt starts a runtime on root (the same root for an agent's restart).
 func newNetRuntimeAt(t *testing.T, n *testNet, root string) (*Runtime, context.Context) {
 	t.Helper()
+	return newNetRuntimeWith(t, n, root, false)
+}
+
+// newNetRuntimeWith starts a runtime on root; alwaysPause: Config.AlwaysPause.
+func newNetRuntimeWith(t *testing.T, n *testNet, root string, alwaysPause bool) (*Runtime, context.Context) {
+	t.Helper()
 	pause, err := testenv.PauseBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +98,8 @@ func newNetRuntimeAt(t *testing.T, n *testNet, root string) (*Runtime, context.C
 	t.Cleanup(cancel)
 	rt, err := Connect(ctx, Config{
 		Address: env.Address, Namespace: testNS, RootDir: root, PauseBinary: pause, Network: n.cfg,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		AlwaysPause: alwaysPause,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -415,29 +423,45 @@ func netCycles(t *testing.T) int {
 
 func TestPodNetworkCyclesReleaseEverything(t *testing.T) {
 	n := newTestNet(t)
-	rt, ctx := newNetRuntime(t, n)
+	root := t.TempDir()
+	rtNoPause, ctx := newNetRuntimeAt(t, n, root)
+	rtPause, _ := newNetRuntimeWith(t, n, t.TempDir(), true)
 	cycles := netCycles(t)
 	var ids []string
 	for i := 0; i < cycles; i++ {
 		pod := testPod(t)
 		pod.UID += types.UID(fmt.Sprintf("%06d", i))
 		pod.Spec.Containers = []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: int32(20000 + i%1000)}}}}
+		// Sandboxes without a process (the default), and with a pause process.
+		rt := rtNoPause
+		if i%2 == 1 {
+			rt = rtPause
+		}
 		sb, err := rt.CreateSandbox(ctx, pod, 0, nil)
 		if err != nil {
 			t.Fatalf("cycle %d: %v", i, err)
 		}
+		if (sb.PID == 0) != (rt == rtNoPause) {
+			t.Fatalf("cycle %d: sandbox PID %d (always-pause %v)", i, sb.PID, rt == rtPause)
+		}
 		ids = append(ids, sb.ID)
-		switch i % 3 {
-		case 0: // the normal path: stop, then remove
+		switch i % 4 {
+		case 0, 1: // the normal path: stop, then remove
 			if err := rt.StopContainer(ctx, sb.ID, time.Second); err != nil {
 				t.Fatalf("cycle %d: stop: %v", i, err)
 			}
-		case 1: // the pause process died on its own: teardown still works
+		case 3: // the pause process died on its own: teardown still works
 			if err := killPID(int(sb.PID)); err != nil {
 				t.Fatalf("cycle %d: kill pause: %v", i, err)
 			}
 			waitExited(t, rt, ctx, string(pod.UID), sb.ID)
-		case 2: // removed while running
+		case 2: // its namespaces went away (as with a reboot): it has ended, teardown still works
+			for _, p := range sandboxPins(n, root, pod, sb) {
+				if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+					t.Fatalf("cycle %d: unmount %s: %v", i, p, err)
+				}
+			}
+			waitExited(t, rt, ctx, string(pod.UID), sb.ID)
 		}
 		if err := rt.RemoveContainer(ctx, sb.ID); err != nil {
 			t.Fatalf("cycle %d: remove: %v", i, err)
@@ -568,6 +592,28 @@ func nsLink(t *testing.T, pid uint32, ns string) string {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// sandboxPins are the files where a sandbox without a process (of a runtime on root and n's
+// network) holds its network, UTS and IPC namespaces.
+func sandboxPins(n *testNet, root string, pod *corev1.Pod, sb podrunner.ContainerRecord) map[string]string {
+	dir := filepath.Join(root, "pods", string(pod.UID), "ns", sb.ID)
+	return map[string]string{
+		"net": filepath.Join(n.cfg.NetnsDir, "pk-"+testNS+"-"+sb.ID),
+		"uts": filepath.Join(dir, "uts"),
+		"ipc": filepath.Join(dir, "ipc"),
+	}
+}
+
+// pinnedNs is the identity ("net:[4026531840]", as /proc/<pid>/ns/net reads) of the namespace
+// pinned at path.
+func pinnedNs(t *testing.T, ns, path string) string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil || !isNsMount(t, path) {
+		t.Fatalf("%s namespace %q: not a pinned namespace (%v)", ns, path, err)
+	}
+	return fmt.Sprintf("%s:[%d]", ns, st.Ino)
 }
 
 func TestPodHostsHostnameAndResolvConf(t *testing.T) {
@@ -773,7 +819,8 @@ func startWhileSandboxStarts(t *testing.T, rt *Runtime, ctx context.Context, pod
 
 func TestContainerCreatedWhileSandboxStarts(t *testing.T) {
 	n := newTestNet(t)
-	rt, ctx := newNetRuntime(t, n)
+	root := t.TempDir()
+	rt, ctx := newNetRuntimeAt(t, n, root)
 	pod := testPod(t, sh("c", "cp /etc/hosts /tmp/hosts-at-start; sleep 3600"))
 	before := time.Now()
 	created, sb, sbErr, rec, err := startWhileSandboxStarts(t, rt, ctx, pod, 300*time.Millisecond)
@@ -787,8 +834,11 @@ func TestContainerCreatedWhileSandboxStarts(t *testing.T) {
 	if rec.State != podrunner.StateRunning || len(sb.PodIPs) != 1 {
 		t.Fatalf("container %+v, sandbox IPs %v", rec, sb.PodIPs)
 	}
-	for _, ns := range []string{"net", "uts", "ipc"} {
-		if got, want := nsLink(t, rec.PID, ns), nsLink(t, sb.PID, ns); got != want {
+	if sb.PID != 0 || created.PID != 0 {
+		t.Fatalf("sandbox PID %d: a sandbox whose namespaces are all pinned needs no process", sb.PID)
+	}
+	for ns, path := range sandboxPins(n, root, pod, sb) {
+		if got, want := nsLink(t, rec.PID, ns), pinnedNs(t, ns, path); got != want {
 			t.Fatalf("container %s namespace %s, sandbox's %s", ns, got, want)
 		}
 	}
@@ -877,4 +927,93 @@ func isNsMount(t *testing.T, path string) bool {
 		return false
 	}
 	return st.Type == 0x6e736673 // NSFS_MAGIC
+}
+
+// A sandbox whose namespaces are all pinned has no process (as CRI-O's drop_infra_ctr): no
+// containerd task, yet listed Running with its IP; its containers join the pins, and a
+// container's restart keeps the pod's network, IP and hostname. Stopping it releases the pins and
+// the IP and records it as exited. Pods that need a pause process still get one.
+func TestSandboxWithoutProcess(t *testing.T) {
+	n := newTestNet(t)
+	root := t.TempDir()
+	rt, ctx := newNetRuntimeAt(t, n, root)
+	pod := testPod(t, sh("c", "hostname; ip -o -4 addr show eth0; sleep 3600"))
+	sb, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
+	if sb.PID != 0 || sb.State != podrunner.StateRunning || len(sb.PodIPs) != 1 {
+		t.Fatalf("sandbox %+v: want Running, no process, one IP", sb)
+	}
+	if _, err := rt.Client().TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: sb.ID}); err == nil {
+		t.Fatal("the sandbox has a containerd task")
+	}
+	if l := listedRecord(t, rt, ctx, string(pod.UID), sb.ID); l.State != podrunner.StateRunning || l.TaskPresent || l.PodIPs[0] != sb.PodIPs[0] {
+		t.Fatalf("listed sandbox %+v: want Running without a task, IP %s", l, sb.PodIPs[0])
+	}
+	pins := sandboxPins(n, root, pod, sb)
+	check := func(c podrunner.ContainerRecord) {
+		t.Helper()
+		for ns, path := range pins {
+			if got, want := nsLink(t, c.PID, ns), pinnedNs(t, ns, path); got != want {
+				t.Fatalf("container %s: %s namespace %s, the sandbox's %s", c.ID, ns, got, want)
+			}
+		}
+		eventually(t, 10*time.Second, "the container's hostname and IP", func() (bool, string) {
+			b, _ := os.ReadFile(c.LogPath)
+			return strings.Contains(string(b), pod.Name) && strings.Contains(string(b), sb.PodIPs[0]+"/"), string(b)
+		})
+	}
+	check(ctrs[0])
+
+	// The container is replaced (restart): the same network, IP and hostname.
+	if err := rt.StopContainer(ctx, ctrs[0].ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Finalize(ctx, ctrs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	c := &pod.Spec.Containers[0]
+	again, err := rt.StartContainer(ctx, podrunner.StartRequest{
+		Pod: pod, Sandbox: sb, Container: c, Kind: podrunner.KindApp, Attempt: 1,
+		LogPath: filepath.Join(t.TempDir(), c.Name, "1.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(again)
+
+	// Stopped: an exit recorded, its namespaces and IP released (the container went first, as
+	// the worker stops a pod).
+	if err := rt.StopContainer(ctx, again.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StopContainer(ctx, sb.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if l := listedRecord(t, rt, ctx, string(pod.UID), sb.ID); l.State != podrunner.StateExited || !l.ExitRecorded {
+		t.Fatalf("stopped sandbox listed %+v, want Exited with its exit recorded", l)
+	}
+	for ns, path := range pins {
+		if isNsMount(t, path) {
+			t.Errorf("the stopped sandbox still pins its %s namespace at %s", ns, path)
+		}
+	}
+	if ips := n.reservedIPs(t); len(ips) != 0 {
+		t.Errorf("the stopped sandbox's IP is still reserved: %v", ips)
+	}
+
+	// shareProcessNamespace needs the pause process as PID 1; a hostNetwork and hostIPC pod
+	// pins nothing whose life could stand for the sandbox's: both keep a pause process.
+	yes := true
+	shared := testPod(t, sh("a", "sleep 3600"))
+	shared.UID += "s"
+	shared.Spec.ShareProcessNamespace = &yes
+	host := testPod(t, sh("h", "sleep 3600"))
+	host.UID += "h"
+	host.Spec.HostNetwork, host.Spec.HostIPC = true, true
+	for _, p := range []*corev1.Pod{shared, host} {
+		sb, _ := startPod(t, rt, ctx, p, t.TempDir())
+		if sb.PID == 0 {
+			t.Errorf("pod %s (shareProcessNamespace %v, hostNetwork %v, hostIPC %v): sandbox without a process",
+				p.UID, p.Spec.ShareProcessNamespace != nil, p.Spec.HostNetwork, p.Spec.HostIPC)
+		}
+	}
 }

@@ -410,4 +410,11 @@ func TestNamespacesAhead(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Without a process only where something is pinned: its life stands for the sandbox's.
+	for _, tc := range cases {
+		want := tc.want && (tc.labels[LabelNetns] != "" || tc.labels[LabelNamespaces] != "")
+		if got := sandboxWithoutProcess(testPodSpec("p", tc.mut), tc.labels); got != want {
+			t.Errorf("sandboxWithoutProcess: %s: %v, want %v", tc.name, got, want)
+		}
+	}
 }

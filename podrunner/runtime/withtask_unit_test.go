@@ -54,3 +54,25 @@ func TestWithTask(t *testing.T) {
 		})
 	}
 }
+
+func TestProcesslessSandboxState(t *testing.T) {
+	alive := func(map[string]string) bool { return true }
+	gone := func(map[string]string) bool { return false }
+	cases := []struct {
+		name     string
+		recorded bool
+		alive    func(map[string]string) bool
+		want     podrunner.ContainerState
+	}{
+		{"pins alive, not stopped: running", false, alive, podrunner.StateRunning},
+		{"stopped (exit recorded), pins released", true, gone, podrunner.StateExited},
+		{"stopped, pins still there (a release to retry)", true, alive, podrunner.StateExited},
+		{"pins gone without a stop (a reboot): ended", false, gone, podrunner.StateExited},
+	}
+	for _, tc := range cases {
+		rec := podrunner.ContainerRecord{ID: "s", Kind: podrunner.KindSandbox, State: podrunner.StateCreated, ExitRecorded: tc.recorded}
+		if got := processlessSandbox(rec, map[string]string{}, tc.alive); got.State != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got.State, tc.want)
+		}
+	}
+}
