@@ -119,7 +119,7 @@ func (r *results) markdown() string {
 	if r.machine.cores > 0 && loadFirst(r.machine.loadStart) > float64(r.machine.cores) {
 		w("**This run happened on a loaded machine** (load average above the core count: other builds and tests were running), so absolute times are inflated and noisy; the ratios, measured side by side and interleaved, are the meaningful part. Re-run `make bench` on an idle machine for the figures to quote.\n")
 	}
-	w("\nWorkload: pods of one busybox container (`sh -c '%s'`, exits at once on SIGTERM), image imported locally, a private containerd (overlayfs, runc v2 shim). podkeeper is the agent built from this tree; it also starts a sandbox (`podkeeper-pause`) per pod sharing the pod's shim. The floor starts only the container.\n\n", sleeper)
+	w("\nWorkload: pods of one busybox container (`sh -c '%s'`, exits at once on SIGTERM), image imported locally, a private containerd (overlayfs, runc v2 shim). podkeeper is the agent built from this tree, as it runs by default: each pod also gets a sandbox (its network, UTS and IPC namespaces pinned, CNI ADD; no pause process, which these pods do not need; `--always-pause` would add one per pod, sharing the pod's shim). The floor starts only the container.\n\n", sleeper)
 
 	w("## 1. Start latency\n\nManifest written -> all containers running, seen through podkeeper's local API (polled every 10 ms for one pod, 50 ms for batches). Floor: the container created and started through the containerd client (create+start only), and `ctr run -d`, at the same parallelism (all at once).\n\n")
 	w("| runner | 1 pod: p50 / p99 (min-max) | ratio p50 vs floor |\n|---|---|---|\n")
@@ -215,7 +215,7 @@ func (r *results) markdown() string {
 	row("idle CPU: its containerd (reference)", func(c colT) string { return fmt.Sprintf("%.2f%%", c.b.cpu.container*100) })
 	row(fmt.Sprintf("its containerd's RSS (reference; podkeeper's idle before any pod: %s)", mib(r.containerdIdle.RSS)), func(c colT) string { return mib(c.b.containerd.RSS) })
 	w("\nThe kubelet has its own containerd (with the CRI plugin); podman uses none (its column's containerd figures are those of the idle containerd beside it).\n")
-	w("\nThe sleepers' own processes (and podkeeper's pause processes, ~0.3 MB each) are not counted. With probes: section 6.\n")
+	w("\nThe sleepers' own processes (and the kubelet's and podman's pause processes) are not counted. With probes: section 6.\n")
 
 	w("\n## 3. Reaction: container killed -> replacement running\n\n")
 	w("SIGKILL of the app container of %d different running pods (one at a time; %d pods running).\n\n", len(r.reaction.exitToStart), o.footprint)
@@ -233,7 +233,7 @@ func (r *results) markdown() string {
 		}
 	}
 
-	w("\n## 4. Teardown: all pods removed -> all gone\n\npodkeeper: manifests deleted -> the API lists no pod and containerd holds no container of its namespace (SIGTERM, the sleeper exits at once); it includes the manifest directory's 200 ms settle after a removal (an editor's save may remove a file and write it again, and acting at once would kill the pod), most of the one-pod figure. Floor: SIGTERM, wait, delete task and container with its snapshot, all at once.\n\n")
+	w("\n## 4. Teardown: all pods removed -> all gone\n\npodkeeper: manifests deleted -> the API lists no pod and containerd holds no container of its namespace (SIGTERM, the sleeper exits at once); it includes the manifest directory's 200 ms settle after a removal (an editor's save may remove a file and write it again, and acting at once would kill the pod), most of the one-pod figure. Floor: SIGTERM, wait, delete task and container with its snapshot, all at once. The kubelet: /pods lists no pod and its containerd runs no task (its stopped containers and sandboxes are removed later by its garbage collection, so it is timed on less work than podkeeper). podman: `kube down` returns.\n\n")
 	w("| pods | %s | podkeeper vs floor |\n|---|", strings.Join(names, " | "))
 	for range names {
 		w("---|")
@@ -316,50 +316,50 @@ func met(ok bool) string {
 // measured runs (see the tables above for the figures of this run).
 const analysis = `### Why a target is missed, and what would reach it
 
-- **Single-pod start vs the floor (target 1.15x).** A pod is two create+starts, not one: the
-  sandbox (podkeeper-pause, holding the pod's namespaces) and then the container, which joins
-  them, both in the pod's one shim; the floor starts only the container. Around them: the
-  directory source's settling (a manifest renamed into place is acted on after 5 ms of quiet,
-  any other write after 200 ms, so that an editor's save sequence is one change), the pod
-  network (CNI ADD of bridge, host-local, portmap and loopback), and bookkeeping round trips to
-  containerd (image lookup, labels) and the local API poll. What went in, each measured A/B on
-  one machine, one build after the other: CNI ADD runs while the sandbox's container and task
-  are created (it needs only the pinned namespace; the pause process starts once it is done),
-  about 80 ms off every start on the loaded machine of 2026-12-03; a new pod's first containers
-  are created (snapshot, spec, runc create) as soon as the sandbox's namespaces exist and start
-  once the sandbox has (debug line "container task started": its sandboxWait is usually 0),
-  420/417 -> 384/387 ms p50 there; outbound NAT by one masquerade rule for the pod subnet that
-  the agent keeps, instead of the bridge plugin's ipMasq chain per pod (about eight iptables
-  execs on every ADD and DEL), 376/374 -> 355/340 ms (2026-12-04, floor ~145 ms); the rename
-  settle cut from 20 to 5 ms (renames closer together than that are one snapshot; a slower
-  burst is a few, each a whole desired state), 133/117 -> 98/99 ms on the quiet
-  machine of 2026-12-04 (floor 41-55 ms). Measured split of one start there (debug log,
-  "sandbox started" / "container task started"): the sandbox's task create (shim start and
-  runc create) 27-45 ms with CNI ADD (13-15 ms) beside it, pause start 8-20 ms, then the
-  container's snapshot and spec 10-20 ms, its runc create 27-36 ms, start 5 ms. The second
-  runc create came after the first because the container joined the pause process's IPC and
-  UTS namespaces by its PID; they are now pinned ahead like the network namespace, so the
-  container is created at the same time as the sandbox (the two runc creates at once, each
-  slower on 2 cores: sandbox task ~72 ms, container's ~45-50 ms beside it): 20 starts, twice
-  each, one build after the other, 133/114 -> 107/101 ms p50, 2.30/2.18x -> 1.93/1.89x the
-  floor (2026-12-04). The floor's 1.15x cannot be
-  reached while a pod has a sandbox and a network, since those alone are a second
-  create+start and a CNI ADD. The kubelet column does the same sandbox + network + container
-  work.
+- **Single-pod start vs the floor (target 1.15x).** A pod is its container's create+start (the
+  floor's whole figure) plus its sandbox: the network, UTS and IPC namespaces made and pinned
+  (unshare and bind mounts), the pod network (CNI ADD of bridge, host-local, portmap and
+  loopback: four plugin execs), and the sandbox's containerd record; around them the directory
+  source's settling (a manifest renamed into place is acted on after 5 ms of quiet, any other
+  write after 200 ms, so that an editor's save sequence is one change), bookkeeping round trips
+  to containerd (image lookup, labels) and the local API poll. What went in, each measured A/B
+  on one machine, one build after the other: CNI ADD runs while the sandbox's container and task
+  are created (it needs only the pinned namespace), about 80 ms off every start on the loaded
+  machine of 2026-12-03; a new pod's first containers are created (snapshot, spec, runc create)
+  as soon as the sandbox's namespaces exist and start once the sandbox is ready (debug line
+  "container task started": its sandboxWait is usually 0), 420/417 -> 384/387 ms p50 there;
+  outbound NAT by one masquerade rule for the pod subnet that the agent keeps, instead of the
+  bridge plugin's ipMasq chain per pod (about eight iptables execs on every ADD and DEL),
+  376/374 -> 355/340 ms (2026-12-04, floor ~145 ms); the rename settle cut from 20 to 5 ms
+  (renames closer together than that are one snapshot; a slower burst is a few, each a whole
+  desired state), 133/117 -> 98/99 ms on the quiet machine of 2026-12-04 (floor 41-55 ms); the
+  UTS and IPC namespaces pinned ahead like the network namespace, so that the container's runc
+  create ran beside the pause process's instead of after it, 133/114 -> 107/101 ms p50,
+  2.30/2.18x -> 1.93/1.89x the floor. Then the pause process itself went (2026-12-04 evening),
+  as CRI-O's drop_infra_ctr: with every namespace pinned it held nothing, yet cost every pod a
+  second runc create (shim start, runc create ~72 ms beside the container's on 2 cores) and a
+  process. The sandbox is now ready once CNI ADD is done (debug line "sandbox ready (no
+  process)": network 16-37 ms), and the container's own create+start is the rest: 20 starts,
+  twice each, --always-pause against the default in one session: 126/112 -> 104/92 ms p50,
+  2.05/1.88x -> 1.63/1.51x the floor. What is left above the floor: the pod network's CNI ADD
+  and pins, which share the 2 cores with the container's create (the image check before an
+  early create took 9-20 ms beside them, 3 ms alone), the settle and the status round trip. The
+  floor's 1.15x would need the pod network made ahead of the pod (a pool of pre-made network
+  namespaces), which the kubelet does not do either: its column does the same sandbox +
+  network + container work, with a pause process.
 - **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
-  2 cores are the limit for everyone; podkeeper makes twice the creates of the floor (sandbox +
-  container) plus a CNI ADD per pod (bridge, host-local, portmap: several plugin execs and
-  iptables calls each, which the floor does not do at all). At most --max-parallel-starts (8
-  here) sandbox creations and container starts run at once: against no bound, that measured
-  faster (110 pods 9.0-9.6 s vs 10.7 s) and left the agent 20 OS threads instead of ~80. A
-  container created ahead of its sandbox (the namespaces pinned ahead, 2026-12-04) hands its
-  slot on once its create is done, while it waits for the sandbox: holding it, 110 pods took 9.4-9.9
-  s against 8.5-9.5 s before the change (4-6 runs each, one build after the other, quick mode);
-  handing it on, 8.6-9.7 s, within the noise of before (ratio to the floor, medians: 2.58x before,
-  2.69x after), while one pod starts about a fifth sooner. Each
-  worker's observation asks only for its own pod's containers (a label filter) and their tasks
-  (one task get each, answered by that pod's shim alone). The kubelet's column does the same
-  sandbox + network + container work.
+  2 cores are the limit for everyone; besides the floor's create+start per pod, podkeeper pins
+  three namespaces, makes a sandbox record and runs a CNI ADD per pod (bridge, host-local,
+  portmap: several plugin execs and iptables calls each, which the floor does not do at all).
+  Without the pause process (2026-12-04 evening; A/B in one session, --always-pause against the
+  default) 110 pods went from 9.52 s (2.27x) to 8.01 s (1.97x), their teardown from 8.26 to
+  5.87 s. At most --max-parallel-starts (8 here) sandbox creations and container starts run at
+  once: against no bound, that measured faster (110 pods 9.0-9.6 s vs 10.7 s) and left the agent
+  20 OS threads instead of ~80. A container created ahead of its sandbox hands its slot on once
+  its create is done, while it waits for the sandbox. Each worker's observation asks only for
+  its own pod's containers (a label filter) and their tasks (one task get each, answered by
+  that pod's shim alone). The kubelet's column does the same sandbox + network + container
+  work, with a pause process.
 - **Reaction (target: restart within 100 ms of the exit event).** The replacement is a full
   create+start of a container (snapshot, container, task, runc create and start: the floor's
   figure alone), preceded by the worker's observation (the pod's containers listed, the exit
