@@ -41,7 +41,7 @@ type Config struct {
 	Address     string // containerd socket
 	Namespace   string // containerd namespace of podkeeper's containers
 	RootDir     string // podkeeper's root: pods/, fifo/, sandbox/, images/
-	PauseBinary string // static binary run as each pod's sandbox process
+	PauseBinary string // static binary run as the process of the sandboxes that have one
 	// AlwaysPause gives every sandbox a pause process. Without it, a sandbox whose namespaces
 	// all exist ahead of its process (see sandboxWithoutProcess) has none.
 	AlwaysPause bool
