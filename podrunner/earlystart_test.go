@@ -45,6 +45,11 @@ func TestNewPodCreatesFirstContainerWhileSandboxStarts(t *testing.T) {
 	if n := len(e.starts("uid-a", "main")); n != 1 {
 		t.Fatalf("%d starts, want 1", n)
 	}
+	// The image found on the node before the early create is not looked up a second time (its
+	// policy pulls only a missing image).
+	if look, ensure := e.rt.Calls("ImagePresent"), e.rt.Calls("EnsureImage"); len(look) != 1 || len(ensure) != 0 {
+		t.Fatalf("image lookups %+v and ensures %+v, want one lookup", look, ensure)
+	}
 }
 
 // When the sandbox fails after its namespaces existed, the container created against it is not

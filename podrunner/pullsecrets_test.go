@@ -60,6 +60,9 @@ func TestManagerPassesPullSecrets(t *testing.T) {
 	e.m.cfg.Lookup = mapLookup{"default/reg": {ObjectMeta: metav1.ObjectMeta{Name: "reg", Namespace: "default"}, Type: corev1.SecretTypeDockerConfigJson}}
 	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
 	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "reg"}, {Name: "gone"}}
+	// Always: the image is pulled even when on the node (an IfNotPresent image found on the node
+	// before its early create is not asked for again: TestNewPodCreatesFirstContainerWhileSandboxStarts).
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
 	e.run(t)
 	e.m.Update([]*corev1.Pod{pod})
 	e.waitRunning(t, "uid-a", "main", 0)

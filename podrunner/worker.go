@@ -386,7 +386,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 	var retryAt time.Time
 	sb, _ := v.Sandbox()
 	for _, a := range plan.Start {
-		ok, retry := w.start(ctx, pod, sb, a, nil)
+		ok, retry := w.start(ctx, pod, sb, a, nil, nil)
 		if ok {
 			acted = true
 		}
@@ -447,18 +447,25 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 		if NeedsPodIP(a.Container) {
 			return
 		}
-		if _, err := w.m.rt.EnsureImage(ctx, a.Container.Image, corev1.PullNever, PullOptions{}); err != nil {
+		img, err := w.m.rt.EnsureImage(ctx, a.Container.Image, corev1.PullNever, PullOptions{})
+		if err != nil {
 			return // not on the node: its pull (and how a failed one shows) is the next step's
 		}
-		if ok, _ := w.start(ctx, pod, sb, a, ready); !ok {
+		present := &img
+		if a.Container.ImagePullPolicy == corev1.PullAlways {
+			present = nil // pulled all the same
+		}
+		if ok, _ := w.start(ctx, pod, sb, a, ready, present); !ok {
 			return
 		}
 	}
 }
 
 // start pulls the image of one container if needed and starts it. With ready, sb is a sandbox
-// still starting (see StartRequest.SandboxReady).
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction, ready func() (ContainerRecord, error)) (bool, time.Time) {
+// still starting (see StartRequest.SandboxReady). present, when not nil, is what EnsureImage
+// just found on the node for a container whose policy pulls only a missing image: it is not
+// asked again.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction, ready func() (ContainerRecord, error), present *ImageResult) (bool, time.Time) {
 	c := a.Container
 	if m := w.configErrs[c.Name]; m != nil && time.Now().Before(m.notBefore) {
 		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
@@ -473,12 +480,18 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if len(missing) > 0 && a.Attempt == 0 {
 		w.m.rec.Eventf(pod, "", EventWarning, ReasonFailedToRetrieveImagePullSecret, "Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 	}
-	img, err := w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, PullOptions{
-		Secrets: secrets,
-		OnPull: func() {
-			w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
-		},
-	})
+	var img ImageResult
+	var err error
+	if present != nil {
+		img = *present
+	} else {
+		img, err = w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, PullOptions{
+			Secrets: secrets,
+			OnPull: func() {
+				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
+			},
+		})
+	}
 	if err != nil {
 		w.failed(w.pulls, c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
