@@ -81,8 +81,13 @@ func takesValue(flags []cli.Flag, tok string) bool {
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
+				// Asked of the flag, not of its type: the run command's flags are altsrc
+				// wrappers (a *cli.BoolFlag type check took --always-pause for a flag with a
+				// value, and the flag after it lost its own).
+				if tv, ok := f.(interface{ TakesValue() bool }); ok {
+					return tv.TakesValue()
+				}
+				return true
 			}
 		}
 	}

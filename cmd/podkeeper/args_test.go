@@ -40,6 +40,8 @@ func TestInterspersed(t *testing.T) {
 		{"podkeeper version", "podkeeper version"},
 		{"podkeeper nosuch web -f", "podkeeper nosuch web -f"},
 		{"podkeeper", "podkeeper"},
+		// run's flags are altsrc wrappers: a bool one takes no value.
+		{"podkeeper run --always-pause --resync 1s --log-level debug", "podkeeper run --always-pause --resync 1s --log-level debug"},
 	}
 	for _, tc := range tests {
 		got := interspersed(app, strings.Fields(tc.in))
