@@ -102,9 +102,9 @@ type audit struct {
 	// running: container IDs that run: a running task, or a sandbox without a process (its
 	// label says so, no exit recorded) whose namespaces are still pinned (nsfs mounts).
 	running map[string]bool
-	stopped    map[string]bool   // container IDs whose task exists but is not running
-	active     map[string]bool   // active snapshot keys
-	mounts     []string          // rootfs mounts of the namespace's task bundles
+	stopped map[string]bool // container IDs whose task exists but is not running
+	active  map[string]bool // active snapshot keys
+	mounts  []string        // rootfs mounts of the namespace's task bundles
 }
 
 func takeAudit(t *testing.T, address, stateDir, ns string) audit {

@@ -167,6 +167,24 @@ func (a *agent) cleanup() {
 		}
 		rt.Close()
 	}
+	// Every container of the namespace is gone: so must be every runc shim containerd started for
+	// it (an idle shim that nothing will tell to exit is a leak containerd's records do not show).
+	var shims []int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var err error
+		if shims, err = testenv.Shims(a.address, a.ns); err != nil {
+			a.t.Errorf("cleanup: %v", err)
+		}
+		if len(shims) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(shims) > 0 {
+		a.t.Errorf("cleanup: %d runc shims of namespace %s still running 10s after its last container's removal: %v", len(shims), a.ns, shims)
+		for _, pid := range shims { // started by this test's containerd for this test's namespace
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	// The subnet's masquerade rule outlives the agent (its pods do too); the test retires the
 	// network here, before looking for what CNI DEL should have released.
 	if err := pkruntime.RemoveMasquerade(ctx, a.network().ConfDir); err != nil {

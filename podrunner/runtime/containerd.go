@@ -431,7 +431,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	fail := func(c containerd.Container, task containerd.Task, err error) (podrunner.ContainerRecord, error) {
 		<-attached
 		if task != nil {
-			_, _ = task.Delete(ctx, containerd.WithProcessKill)
+			_, _ = r.deleteTask(ctx, task.ID(), task, containerd.WithProcessKill)
 		}
 		if c != nil {
 			_ = c.Delete(ctx)
@@ -605,7 +605,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	tTask := time.Now()
 	if req.SandboxReady != nil {
 		if err := r.awaitSandbox(pod, req.SandboxReady); err != nil {
-			_, _ = task.Delete(ctx, containerd.WithProcessKill)
+			_, _ = r.deleteTask(ctx, id, task, containerd.WithProcessKill)
 			tio.close()
 			_ = r.deleteContainer(ctx, c)
 			return podrunner.ContainerRecord{}, fmt.Errorf("start container %s: %w", id, err)
@@ -621,7 +621,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 	}
 	if err := task.Start(ctx); err != nil {
-		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		_, _ = r.deleteTask(ctx, id, task, containerd.WithProcessKill)
 		tio.close()
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to start containerd task %q: %w", id, err))
 	}
@@ -950,7 +950,7 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		tio := r.running[id]
 		delete(r.running, id)
 		r.mu.Unlock()
-		st, err := task.Delete(ctx)
+		st, err := r.deleteTask(ctx, id, task)
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
 				r.mu.Lock()
@@ -1084,10 +1084,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	tio := r.running[id]
 	delete(r.running, id)
 	r.mu.Unlock()
-	if t, err := c.Task(ctx, nil); err == nil {
-		if _, err := t.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("delete task %s: %w", id, err)
-		}
+	t, _ := c.Task(ctx, nil) // nil: none, or one only containerd still knows (deleteTask)
+	if _, err := r.deleteTask(ctx, id, t, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete task %s: %w", id, err)
 	}
 	r.release(tio)
 	labels, lerr := c.Labels(ctx)

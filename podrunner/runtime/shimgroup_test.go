@@ -1,9 +1,19 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	shimapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/ttrpc"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -22,19 +32,8 @@ import (
 // the task that started it, keeps serving the others (state, exec) and takes new ones.
 func TestShimGroupOutlivesTheTaskThatStartedIt(t *testing.T) {
 	rt, ctx := newRuntime(t)
-	if _, err := rt.EnsureImage(ctx, "busybox", corev1.PullIfNotPresent, podrunner.PullOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	client, img := busyboxImage(t, rt, ctx)
 	ctx = namespaces.WithNamespace(ctx, testNS)
-	client := rt.Client()
-	ref, err := NormalizeRef("busybox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := client.GetImage(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	group := fmt.Sprintf("pk-shimgroup-%d", time.Now().UnixNano())
 	start := func(name string) (containerd.Container, containerd.Task) {
 		t.Helper()
@@ -96,4 +95,107 @@ func TestShimGroupOutlivesTheTaskThatStartedIt(t *testing.T) {
 	if got := ppid(t, third.Pid()); got != shim {
 		t.Fatalf("a new task of the group got shim %s, want the group's %s", got, shim)
 	}
+}
+
+// containerd 1.6 deletes a task in steps: the shim forgets the container, then containerd its
+// task, then the shim is told to shut down. A caller cancelled between the first two (the agent
+// stopping or killed during a delete) leaves a task only containerd knows, whose state reads fail;
+// nothing then tells the shim to exit. The first step is done here straight on the shim's socket;
+// removing the container must still end the shim.
+func TestRemoveContainerEndsTheShimOfAHalfDeletedTask(t *testing.T) {
+	rt, ctx := newRuntime(t)
+	client, img := busyboxImage(t, rt, ctx)
+	ctx = namespaces.WithNamespace(ctx, testNS)
+	id := fmt.Sprintf("pk-halfdel-%d", time.Now().UnixNano())
+	c, err := client.NewContainer(ctx, id,
+		containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, containerd.WithSnapshotCleanup) })
+	task, err := c.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shimPid, err := strconv.Atoi(ppid(t, task.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+
+	// containerd's first step of the task's delete, and nothing after it.
+	addr, err := os.ReadFile(filepath.Join(env.Dir, "state", "io.containerd.runtime.v2.task", testNS, id, "address"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := ttrpc.NewClient(conn)
+	if _, err := shimapi.NewTTRPCTaskClient(shim).Delete(ctx, &shimapi.DeleteRequest{ID: id}); err != nil {
+		t.Fatalf("the shim's delete: %v", err)
+	}
+	shim.Close()
+	if _, err := task.Status(ctx); err == nil {
+		t.Fatal("the half-deleted task's state still reads; the test does not make the state it is about")
+	}
+	if !alive(shimPid) {
+		t.Fatal("the shim exited by itself; the test does not make the state it is about")
+	}
+
+	if err := rt.RemoveContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(shimPid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(shimPid, syscall.SIGKILL) // this test's shim
+			t.Fatalf("shim %d still running 10s after the container's removal", shimPid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := client.LoadContainer(ctx, id); err == nil {
+		t.Fatal("container still there after its removal")
+	}
+}
+
+// alive says whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// busyboxImage is the busybox test image in rt's containerd, for containers made with the client.
+func busyboxImage(t *testing.T, rt *Runtime, ctx context.Context) (*containerd.Client, containerd.Image) {
+	t.Helper()
+	if _, err := rt.EnsureImage(ctx, "busybox", corev1.PullIfNotPresent, podrunner.PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NormalizeRef("busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := rt.Client().GetImage(namespaces.WithNamespace(ctx, testNS), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.Client(), img
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
@@ -53,4 +55,34 @@ func interruptedCreate(err error) bool {
 	}
 	msg := err.Error() // "failed to start shim: mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists"
 	return strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists")
+}
+
+// taskDeleteTimeout bounds a task's delete, which its caller cannot cancel (deleteTask).
+const taskDeleteTimeout = 15 * time.Second
+
+// deleteTask deletes container id's task t, or, with t nil or its state no longer readable, a
+// task containerd may still hold for id. It returns the client's result; not found when there
+// was no task.
+//
+// containerd 1.6 deletes a task in steps: the shim forgets the container, containerd its task,
+// then the shim is told to shut down when it serves no other container. A caller gone between the
+// first two (the agent stopping, or killed, during a delete) leaves a task only containerd knows,
+// whose state reads fail and which the client's Task.Delete then skips; nothing would ever tell
+// that shim to exit (found as an idle runc shim outliving its pod). So the delete is not
+// cancelled with ctx (it runs to its end, bounded by taskDeleteTimeout), and when the client
+// finds no task, containerd's own delete is asked as well: it tolerates the shim's "not found",
+// drops its task and shuts the shim down (not found when there is nothing to drop).
+func (r *Runtime) deleteTask(ctx context.Context, id string, t containerd.Task, opts ...containerd.ProcessDeleteOpts) (*containerd.ExitStatus, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskDeleteTimeout)
+	defer cancel()
+	if t != nil {
+		st, err := t.Delete(ctx, opts...)
+		if !errdefs.IsNotFound(err) {
+			return st, err
+		}
+	}
+	if _, err := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); err != nil {
+		return nil, fmt.Errorf("delete task %s: %w", id, errgrpc.ToNative(err))
+	}
+	return nil, nil
 }
