@@ -425,6 +425,50 @@ func TestChaosKill9DuringStart(t *testing.T) {
 	chaosLog(t, "steady state: %d pods adopted, %d task PIDs unchanged, no leaks: %v", len(pods), len(after.tasks), !t.Failed())
 }
 
+// kill -9 during a start, and the manifests removed while the agent is down: at its start it
+// finds pods half made (sandboxes with their network, snapshots, containers created or not) that
+// nothing asks for any more, and must remove all of it.
+func TestChaosKill9DuringStartThenRemoved(t *testing.T) {
+	n := size(40, 110) // 8 pods all run before the first task is seen: no kill mid-start
+	a := startAgent(t, "pk-chaos-killrm")
+	stateDir := filepath.Join(env.Dir, "state")
+	names := a.writeN("g", n)
+	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.tasks) >= 1, fmt.Sprintf("%d tasks", len(au.tasks))
+	})
+	a.kill9()
+	mid := takeAudit(t, a.address, stateDir, a.ns)
+	for _, name := range names {
+		a.remove(strings.TrimSuffix(name, "-"+node) + ".yaml")
+	}
+	a.start()
+	a.waitAllRunning(time.Minute, nil)
+	a.eventually(time.Minute, "no container left", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.containers) == 0, fmt.Sprintf("%d containers", len(au.containers))
+	})
+	// A pod cgroup still busy at the pod's removal (a process of an interrupted create that
+	// containerd or podkeeper ends only then) is removed in the background, every second.
+	a.eventually(30*time.Second, "no pod cgroup left", func() (bool, string) {
+		var left []string
+		for _, level := range []string{"", "burstable", "besteffort"} {
+			entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level))
+			for _, e := range entries {
+				if e.IsDir() && strings.HasPrefix(e.Name(), "pod") {
+					left = append(left, e.Name())
+					out, _ := exec.Command("sh", "-c", "for f in "+filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level, e.Name())+"/*/cgroup.procs; do echo $f; for p in $(cat $f); do ps -o pid,ppid,stat,cmd -p $p; pp=$(ps -o ppid= -p $p); ps -o pid,cmd -p $pp; done; done").CombinedOutput()
+					left = append(left, string(out))
+				}
+			}
+		}
+		return len(left) == 0, strings.Join(left, " ")
+	})
+	checkNothingLost(t, a, stateDir, map[string]corev1.Pod{})
+	chaosLog(t, "%d pods written; kill -9 with %d containers, %d tasks, %d snapshots; manifests removed; after restart no pod, no container, no leaks: %v",
+		n, len(mid.containers), len(mid.tasks), len(mid.active), !t.Failed())
+}
+
 // "Reboot": while the agent is down every task is gone (killed and deleted, as after a reboot),
 // and so are the namespaces the sandboxes pinned (a reboot takes every mount), and for half of
 // the pods the containers too. At its start the agent brings every pod back with one running

@@ -147,7 +147,8 @@ func (a *agent) cleanup() {
 		_ = a.cmd.Wait()
 	}
 	a.mu.Unlock()
-	if a.t.Failed() {
+	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not.
+	if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
 		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
 		a.t.Logf("agent log:\n%s", b)
 	}

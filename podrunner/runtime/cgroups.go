@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -27,7 +28,11 @@ func (r *Runtime) sandboxCgroupOpts(pod *corev1.Pod, id string) ([]oci.SpecOpts,
 	if m == nil {
 		return nil, nil
 	}
-	if err := m.EnsurePod(pod); err != nil {
+	r.cgMu.Lock()
+	delete(r.cgRetry, string(pod.UID)) // the pod is back: its cgroup is wanted again
+	err := m.EnsurePod(pod)
+	r.cgMu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	p, _, adj := m.ContainerSpec(pod, nil, id)
@@ -80,8 +85,10 @@ func withOOMScoreAdj(v int) oci.SpecOpts {
 	}
 }
 
-// removePodCgroup removes the pod's cgroup (its containers are gone). Errors are logged only: a
-// cgroup left behind is retried with the next removal and never blocks the pod's end.
+// removePodCgroup removes the pod's cgroup (its containers are gone). It never blocks the pod's
+// end: a cgroup still busy (a process of the pod still exiting, e.g. a task that containerd's
+// clean-up of an interrupted create ends only now) is retried in the background every
+// cgroupRetryEvery for cgroupRetryFor, unless the pod comes back meanwhile.
 func (r *Runtime) removePodCgroup(uid string) {
 	if r.cfg.Cgroups == nil {
 		return
@@ -89,8 +96,60 @@ func (r *Runtime) removePodCgroup(uid string) {
 	r.mu.Lock()
 	delete(r.podOOM, uid)
 	r.mu.Unlock()
-	if err := r.cfg.Cgroups.RemovePod(types.UID(uid)); err != nil {
-		r.log.Warn("could not remove pod cgroup", "pod", uid, "err", err)
+	r.cgMu.Lock()
+	defer r.cgMu.Unlock()
+	err := r.cfg.Cgroups.RemovePod(types.UID(uid))
+	if err == nil {
+		return
+	}
+	if r.endPodLeftovers(uid) > 0 {
+		if err = r.cfg.Cgroups.RemovePod(types.UID(uid)); err == nil {
+			return
+		}
+	}
+	r.log.Warn("could not remove pod cgroup; retrying in the background", "pod", uid, "err", err)
+	if r.cgRetry == nil {
+		r.cgRetry = map[string]time.Time{}
+	}
+	if len(r.cgRetry) == 0 {
+		go r.retryPodCgroups()
+	}
+	if _, ok := r.cgRetry[uid]; !ok {
+		r.cgRetry[uid] = time.Now()
+	}
+}
+
+// Retries of a pod cgroup whose removal failed.
+var (
+	cgroupRetryEvery = time.Second
+	cgroupRetryFor   = 2 * time.Minute
+)
+
+// retryPodCgroups retries the removal of the pod cgroups in r.cgRetry until none is left.
+func (r *Runtime) retryPodCgroups() {
+	for {
+		time.Sleep(cgroupRetryEvery)
+		r.cgMu.Lock()
+		for uid, since := range r.cgRetry {
+			err := r.cfg.Cgroups.RemovePod(types.UID(uid))
+			if err != nil && r.endPodLeftovers(uid) > 0 {
+				err = r.cfg.Cgroups.RemovePod(types.UID(uid))
+			}
+			switch {
+			case err == nil:
+				r.log.Info("removed pod cgroup", "pod", uid, "after", time.Since(since).Round(time.Millisecond))
+			case time.Since(since) > cgroupRetryFor:
+				r.log.Warn("gave up removing pod cgroup", "pod", uid, "err", err)
+			default:
+				continue
+			}
+			delete(r.cgRetry, uid)
+		}
+		left := len(r.cgRetry)
+		r.cgMu.Unlock()
+		if left == 0 {
+			return
+		}
 	}
 }
 

@@ -81,6 +81,12 @@ type Runtime struct {
 	podOf   map[string]string  // container ID -> pod UID, to route exit events
 	oomed   map[string]bool    // container IDs containerd reported an OOM kill for
 	podOOM  map[string]int     // pod UID -> OOM kills of the pod cgroup already attributed
+	bundles string             // containerd's task bundle dir of the namespace, once found (bundlesDir)
+
+	shimSweepPending bool // sweepShimsSoon
+
+	cgMu    sync.Mutex           // pod cgroup creation and removal (removePodCgroup)
+	cgRetry map[string]time.Time // pod UID -> first failed removal of its cgroup, retried
 
 	images *imageImporter
 	net    *podNetwork   // nil without CNI
@@ -113,7 +119,9 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.gcNetworks(ctx)
+	r.gcSnapshots(ctx)
 	go r.watchExits(ctx)
+	go r.sweepShimsPeriodically(ctx)
 	return r, nil
 }
 
@@ -431,7 +439,7 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	fail := func(c containerd.Container, task containerd.Task, err error) (podrunner.ContainerRecord, error) {
 		<-attached
 		if task != nil {
-			_, _ = r.deleteTask(ctx, task.ID(), task, containerd.WithProcessKill)
+			_, _ = r.deleteTask(ctx, task.ID(), task, time.Time{}, containerd.WithProcessKill)
 		}
 		if c != nil {
 			_ = c.Delete(ctx)
@@ -511,6 +519,10 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	rec.PID = task.Pid()
 	return rec, nil
 }
+
+// retriedCreate marks the context of a start that is already the retry of one that met what an
+// interrupted create left (one retry only).
+type retriedCreate struct{}
 
 // StartContainer implements podrunner.Runtime.
 func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest) (podrunner.ContainerRecord, error) {
@@ -592,8 +604,14 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 		if interruptedCreate(err) {
 			// Not the container's fault: a task create of the same ID by an agent killed
-			// mid-create is still finishing in containerd. Nothing is kept; the worker retries.
+			// mid-create is still finishing in containerd, or left its container in the shim.
+			// Nothing is kept; the worker retries.
 			_ = r.deleteContainer(ctx, c)
+			if r.endLeftovers(string(pod.UID), id) > 0 && ctx.Value(retriedCreate{}) == nil {
+				// What blocked the create is gone: it goes again at once (not after a backoff).
+				release()
+				return r.StartContainer(context.WithValue(ctx, retriedCreate{}, true), req)
+			}
 			return podrunner.ContainerRecord{}, fmt.Errorf("create task %s (an interrupted earlier create is still being cleaned up): %w", id, err)
 		}
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to create containerd task: %w", err))
@@ -605,7 +623,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	tTask := time.Now()
 	if req.SandboxReady != nil {
 		if err := r.awaitSandbox(pod, req.SandboxReady); err != nil {
-			_, _ = r.deleteTask(ctx, id, task, containerd.WithProcessKill)
+			_, _ = r.deleteTask(ctx, id, task, time.Time{}, containerd.WithProcessKill)
 			tio.close()
 			_ = r.deleteContainer(ctx, c)
 			return podrunner.ContainerRecord{}, fmt.Errorf("start container %s: %w", id, err)
@@ -621,7 +639,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 	}
 	if err := task.Start(ctx); err != nil {
-		_, _ = r.deleteTask(ctx, id, task, containerd.WithProcessKill)
+		_, _ = r.deleteTask(ctx, id, task, time.Time{}, containerd.WithProcessKill)
 		tio.close()
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to start containerd task %q: %w", id, err))
 	}
@@ -950,7 +968,7 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		tio := r.running[id]
 		delete(r.running, id)
 		r.mu.Unlock()
-		st, err := r.deleteTask(ctx, id, task)
+		st, err := r.deleteTask(ctx, id, task, time.Time{})
 		if err != nil && !errdefs.IsNotFound(err) {
 			if tio != nil { // keep tracking it: Finalize is retried
 				r.mu.Lock()
@@ -1085,8 +1103,17 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	delete(r.running, id)
 	r.mu.Unlock()
 	t, _ := c.Task(ctx, nil) // nil: none, or one only containerd still knows (deleteTask)
-	if _, err := r.deleteTask(ctx, id, t, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+	var createdAt time.Time
+	if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil {
+		createdAt = info.CreatedAt
+	}
+	if _, err := r.deleteTask(ctx, id, t, createdAt, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete task %s: %w", id, err)
+	} else if err != nil || t == nil {
+		// containerd has no task of it; its shim may still have one (endOrphanTask).
+		if _, err := r.endOrphanTask(ctx, id); err != nil {
+			return err
+		}
 	}
 	r.release(tio)
 	labels, lerr := c.Labels(ctx)
@@ -1139,6 +1166,7 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 		return err
 	}
 	r.removePodCgroup(uid)
+	r.sweepShimsSoon()
 	dir := podDir(r.cfg.RootDir, uid)
 	if err := unmountUnder(dir); err != nil {
 		return fmt.Errorf("remove pod files: %w", err)

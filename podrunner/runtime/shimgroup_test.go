@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	shimapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/ttrpc"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -103,6 +105,7 @@ func TestShimGroupOutlivesTheTaskThatStartedIt(t *testing.T) {
 // nothing then tells the shim to exit. The first step is done here straight on the shim's socket;
 // removing the container must still end the shim.
 func TestRemoveContainerEndsTheShimOfAHalfDeletedTask(t *testing.T) {
+	t.Cleanup(SetHalfDeletedMinAge(0)) // the container here is new; the state is the same at any age
 	rt, ctx := newRuntime(t)
 	client, img := busyboxImage(t, rt, ctx)
 	ctx = namespaces.WithNamespace(ctx, testNS)
@@ -198,4 +201,138 @@ func busyboxImage(t *testing.T, rt *Runtime, ctx context.Context) (*containerd.C
 		t.Fatal(err)
 	}
 	return rt.Client(), img
+}
+
+// containerd 1.6 gives up a task create whose caller went away (podkeeper killed mid-create), but
+// the shim may finish it: a created container (runc init, cgroup, rootfs mount) that only the
+// shim knows. Made here directly: a container in containerd, and its task created on the shim of
+// another task (the group's), bypassing containerd. Removing the container must end that task,
+// unmount its rootfs and remove its bundle, and the shim must go on serving the other task.
+func TestRemoveContainerEndsATaskOnlyItsShimKnows(t *testing.T) {
+	rt, ctx := newRuntime(t)
+	client, img := busyboxImage(t, rt, ctx)
+	ctx = namespaces.WithNamespace(ctx, testNS)
+	base := fmt.Sprintf("pk-lost-%d", time.Now().UnixNano())
+	newContainer := func(id string) containerd.Container {
+		t.Helper()
+		c, err := client.NewContainer(ctx, id,
+			containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
+			containerd.WithRuntime("io.containerd.runc.v2", nil),
+			containerd.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(ctx, containerd.WithSnapshotCleanup) })
+		return c
+	}
+	// The shim, started by another container's task.
+	first := newContainer(base + "-first")
+	firstTask, err := first.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = firstTask.Delete(ctx, containerd.WithProcessKill) })
+	if err := firstTask.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shimPid := ppid(t, firstTask.Pid())
+	bundles := filepath.Join(env.Dir, "state", "io.containerd.runtime.v2.task", testNS)
+	addr, err := os.ReadFile(filepath.Join(bundles, first.ID(), "address"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The lost task: its bundle as containerd makes it, its create on the shim.
+	id := base + "-lost"
+	lost := newContainer(id)
+	spec, err := lost.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(bundles, id)
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(bundle) })
+	js, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "address"), addr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := client.SnapshotService("overlayfs").Mounts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &shimapi.CreateTaskRequest{ID: id, Bundle: bundle}
+	for _, m := range mounts {
+		req.Rootfs = append(req.Rootfs, &types.Mount{Type: m.Type, Source: m.Source, Options: m.Options})
+	}
+	conn, err := net.Dial("unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shimConn := ttrpc.NewClient(conn)
+	defer shimConn.Close()
+	shim := shimapi.NewTTRPCTaskClient(shimConn)
+	created, err := shim.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("create on the shim: %v", err)
+	}
+	initPid := int(created.Pid)
+	t.Cleanup(func() { // only if the runtime did not end it
+		_, _ = shim.Kill(ctx, &shimapi.KillRequest{ID: id, Signal: 9, All: true})
+		_, _ = shim.Delete(ctx, &shimapi.DeleteRequest{ID: id})
+	})
+	if _, err := lost.Task(ctx, nil); err == nil {
+		t.Fatal("containerd knows the task; the test does not make the state it is about")
+	}
+	if !alive(initPid) || !mounted(t, filepath.Join(bundle, "rootfs")) {
+		t.Fatal("no runc init or rootfs mount; the test does not make the state it is about")
+	}
+
+	if err := rt.RemoveContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(initPid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost task's runc init (pid %d) still runs after its container's removal", initPid)
+		}
+	}
+	if mounted(t, filepath.Join(bundle, "rootfs")) {
+		t.Error("the lost task's rootfs is still mounted")
+	}
+	if _, err := os.Stat(bundle); !os.IsNotExist(err) {
+		t.Errorf("the lost task's bundle is still there: %v", err)
+	}
+	if _, err := client.LoadContainer(ctx, id); err == nil {
+		t.Error("container still there after its removal")
+	}
+	// The shim serves the other task on.
+	st, err := firstTask.Status(ctx)
+	if err != nil || st.Status != containerd.Running {
+		t.Fatalf("the shim's other task: %v %v", st.Status, err)
+	}
+	if got := ppid(t, firstTask.Pid()); got != shimPid {
+		t.Fatalf("the other task's parent is now %s, was the shim %s", got, shimPid)
+	}
+}
+
+// mounted says whether path is a mount point.
+func mounted(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }

@@ -54,8 +54,16 @@ func interruptedCreate(err error) bool {
 		return true
 	}
 	msg := err.Error() // "failed to start shim: mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists"
-	return strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists")
+	if strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists") {
+		return true
+	}
+	// runc's state of the ID exists: the shim finished the earlier create after containerd had
+	// given it up (endLeftovers ends it).
+	return strings.Contains(msg, "container with given ID already exists")
 }
+
+// halfDeletedMinAge: see deleteTask.
+var halfDeletedMinAge = 30 * time.Second
 
 // taskDeleteTimeout bounds a task's delete, which its caller cannot cancel (deleteTask).
 const taskDeleteTimeout = 15 * time.Second
@@ -72,7 +80,12 @@ const taskDeleteTimeout = 15 * time.Second
 // cancelled with ctx (it runs to its end, bounded by taskDeleteTimeout), and when the client
 // finds no task, containerd's own delete is asked as well: it tolerates the shim's "not found",
 // drops its task and shuts the shim down (not found when there is nothing to drop).
-func (r *Runtime) deleteTask(ctx context.Context, id string, t containerd.Task, opts ...containerd.ProcessDeleteOpts) (*containerd.ExitStatus, error) {
+//
+// A container created less than halfDeletedMinAge ago (createdAt; zero: any age) is not asked
+// for that way: its task may be one that containerd is still creating for an agent that died
+// meanwhile (the shim does not know it yet either), and containerd's delete would shut the shim
+// down under that create. What such a create leaves is for endOrphanTask.
+func (r *Runtime) deleteTask(ctx context.Context, id string, t containerd.Task, createdAt time.Time, opts ...containerd.ProcessDeleteOpts) (*containerd.ExitStatus, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskDeleteTimeout)
 	defer cancel()
 	if t != nil {
@@ -80,6 +93,9 @@ func (r *Runtime) deleteTask(ctx context.Context, id string, t containerd.Task, 
 		if !errdefs.IsNotFound(err) {
 			return st, err
 		}
+	}
+	if !createdAt.IsZero() && time.Since(createdAt) < halfDeletedMinAge {
+		return nil, fmt.Errorf("task of %s: %w", id, errdefs.ErrNotFound)
 	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); err != nil {
 		return nil, fmt.Errorf("delete task %s: %w", id, errgrpc.ToNative(err))

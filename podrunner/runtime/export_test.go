@@ -1,0 +1,10 @@
+package runtime
+
+import "time"
+
+// SetHalfDeletedMinAge sets halfDeletedMinAge for a test and returns the restore.
+func SetHalfDeletedMinAge(d time.Duration) (restore func()) {
+	old := halfDeletedMinAge
+	halfDeletedMinAge = d
+	return func() { halfDeletedMinAge = old }
+}
