@@ -95,6 +95,33 @@ func (a *agent) waitAllRunning(timeout time.Duration, names []string) map[string
 	return got
 }
 
+// kill9MidStart kills the agent (kill -9) once containerd runs the first of its pods' tasks,
+// usually before all of them, and returns what containerd held right after.
+func (a *agent) kill9MidStart(t *testing.T, stateDir string) audit {
+	t.Helper()
+	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.tasks) >= 1, fmt.Sprintf("%d tasks", len(au.tasks))
+	})
+	a.kill9()
+	return takeAudit(t, a.address, stateDir, a.ns)
+}
+
+// podCgroups are the pod cgroup directories under the agent's cgroup parent (memory hierarchy).
+func (a *agent) podCgroups() []string {
+	var dirs []string
+	for _, level := range []string{"", "burstable", "besteffort"} {
+		dir := filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "pod") {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return dirs
+}
+
 // audit is what containerd holds for one namespace, read without the agent.
 type audit struct {
 	containers map[string]containers.Container
@@ -271,17 +298,11 @@ func checkNoLeakedIPsOrCgroups(t *testing.T, a *agent, au audit, uids map[string
 		return
 	}
 	seen := map[string]bool{}
-	for _, level := range []string{"", "burstable", "besteffort"} {
-		entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level))
-		for _, e := range entries {
-			uid, ok := strings.CutPrefix(e.Name(), "pod")
-			if !e.IsDir() || !ok {
-				continue
-			}
-			seen[uid] = true
-			if _, listed := uids[uid]; !listed {
-				t.Errorf("leaked pod cgroup %s", filepath.Join(a.cgroupParent, level, e.Name()))
-			}
+	for _, dir := range a.podCgroups() {
+		uid := strings.TrimPrefix(filepath.Base(dir), "pod")
+		seen[uid] = true
+		if _, listed := uids[uid]; !listed {
+			t.Errorf("leaked pod cgroup %s", strings.TrimPrefix(dir, "/sys/fs/cgroup/memory/"))
 		}
 	}
 	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent)); err == nil {
@@ -396,13 +417,7 @@ func TestChaosKill9DuringStart(t *testing.T) {
 	a := startAgent(t, "pk-chaos-kill")
 	stateDir := filepath.Join(env.Dir, "state")
 	names := a.writeN("k", n)
-	// Kill once containerd runs some of the pods' tasks, usually not all yet.
-	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
-		au := takeAudit(t, a.address, stateDir, a.ns)
-		return len(au.tasks) >= 1, fmt.Sprintf("%d tasks", len(au.tasks))
-	})
-	a.kill9()
-	mid := takeAudit(t, a.address, stateDir, a.ns)
+	mid := a.kill9MidStart(t, stateDir)
 	a.start()
 	pods := a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
 	noRestarts(t, pods, "after kill -9 during start")
@@ -433,12 +448,7 @@ func TestChaosKill9DuringStartThenRemoved(t *testing.T) {
 	a := startAgent(t, "pk-chaos-killrm")
 	stateDir := filepath.Join(env.Dir, "state")
 	names := a.writeN("g", n)
-	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
-		au := takeAudit(t, a.address, stateDir, a.ns)
-		return len(au.tasks) >= 1, fmt.Sprintf("%d tasks", len(au.tasks))
-	})
-	a.kill9()
-	mid := takeAudit(t, a.address, stateDir, a.ns)
+	mid := a.kill9MidStart(t, stateDir)
 	for _, name := range names {
 		a.remove(strings.TrimSuffix(name, "-"+node) + ".yaml")
 	}
@@ -452,15 +462,10 @@ func TestChaosKill9DuringStartThenRemoved(t *testing.T) {
 	// containerd or podkeeper ends only then) is removed in the background, every second.
 	a.eventually(30*time.Second, "no pod cgroup left", func() (bool, string) {
 		var left []string
-		for _, level := range []string{"", "burstable", "besteffort"} {
-			entries, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level))
-			for _, e := range entries {
-				if e.IsDir() && strings.HasPrefix(e.Name(), "pod") {
-					left = append(left, e.Name())
-					out, _ := exec.Command("sh", "-c", "for f in "+filepath.Join("/sys/fs/cgroup/memory", a.cgroupParent, level, e.Name())+"/*/cgroup.procs; do echo $f; for p in $(cat $f); do ps -o pid,ppid,stat,cmd -p $p; pp=$(ps -o ppid= -p $p); ps -o pid,cmd -p $pp; done; done").CombinedOutput()
-					left = append(left, string(out))
-				}
-			}
+		for _, dir := range a.podCgroups() {
+			// What keeps it busy: each process and its parent.
+			out, _ := exec.Command("sh", "-c", "for f in "+dir+"/*/cgroup.procs; do echo $f; for p in $(cat $f); do ps -o pid,ppid,stat,cmd -p $p; pp=$(ps -o ppid= -p $p); ps -o pid,cmd -p $pp; done; done").CombinedOutput()
+			left = append(left, dir, string(out))
 		}
 		return len(left) == 0, strings.Join(left, " ")
 	})

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,49 +230,4 @@ func RemoveBinaries() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
-}
-
-// Shims returns the PIDs of the live (not zombie) runc shims that the containerd at address
-// started for namespace ns: what must be gone once every container of ns is removed.
-func Shims(address, ns string) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 0 || filepath.Base(args[0]) != "containerd-shim-runc-v2" {
-			continue
-		}
-		if argValue(args, "-namespace") != ns || argValue(args, "-address") != address {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			s := string(st)
-			if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
-				continue
-			}
-		}
-		pids = append(pids, pid)
-	}
-	return pids, nil
-}
-
-// argValue is the value after flag in args ("" when absent).
-func argValue(args []string, flag string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag {
-			return args[i+1]
-		}
-	}
-	return ""
 }

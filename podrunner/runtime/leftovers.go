@@ -92,6 +92,7 @@ func (r *Runtime) endOrphanTask(ctx context.Context, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskDeleteTimeout)
 	defer cancel()
 	for settle := time.Now().Add(orphanSettle); ; time.Sleep(orphanSettle / 10) {
+		final := !time.Now().Before(settle)
 		addr, err := os.ReadFile(filepath.Join(bundle, "address"))
 		if err != nil {
 			return false, nil // containerd removed its bundle meanwhile
@@ -99,28 +100,31 @@ func (r *Runtime) endOrphanTask(ctx context.Context, id string) (bool, error) {
 		if _, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: id}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
 			return false, nil // containerd's own (or containerd cannot tell)
 		}
-		conn, err := (&net.Dialer{}).DialContext(ctx, "unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
-		if err != nil { // its shim is gone: only the bundle is left
-			if time.Now().Before(settle) {
-				continue
+		held := false
+		shim, done, err := dialShim(ctx, strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
+		if err == nil { // else its shim is gone: only the bundle is left
+			held, err = r.endInShim(ctx, shim, id, final)
+			done()
+			if err != nil {
+				return true, err
 			}
-			removeBundle(bundle, id, r.cfg.Namespace)
-			return true, nil
 		}
-		client := ttrpc.NewClient(conn)
-		held, err := r.endInShim(ctx, shimapi.NewTTRPCTaskClient(client), id, !time.Now().Before(settle))
-		client.Close()
-		if err != nil || held {
-			if err == nil {
-				removeBundle(bundle, id, r.cfg.Namespace)
-			}
-			return true, err
-		}
-		if !time.Now().Before(settle) {
+		if held || final {
 			removeBundle(bundle, id, r.cfg.Namespace)
 			return true, nil
 		}
 	}
+}
+
+// dialShim connects to the task API a runc shim serves on the unix socket at path; done closes
+// the connection.
+func dialShim(ctx context.Context, path string) (api shimapi.TTRPCTaskService, done func(), err error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := ttrpc.NewClient(conn)
+	return shimapi.NewTTRPCTaskClient(client), func() { client.Close() }, nil
 }
 
 // orphanSettle is how long endOrphanTask lets a create in progress end before it calls a bundle
@@ -246,30 +250,24 @@ func (r *Runtime) endLeftovers(uid, only string) int {
 			}
 		}
 		for _, e := range ents {
-			id := strings.TrimSuffix(strings.TrimPrefix(e.Name(), "podkeeper-"), ".scope")
+			id := cgroupContainerID(e.Name())
 			if !e.IsDir() || !ownContainerID.MatchString(id) || only != "" && id != only {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(podDir, e.Name(), "cgroup.procs"))
+			procs := filepath.Join(podDir, e.Name(), "cgroup.procs")
+			b, err := os.ReadFile(procs)
 			if err != nil {
 				continue
 			}
-			procs := filepath.Join(podDir, e.Name(), "cgroup.procs")
 			for _, f := range strings.Fields(string(b)) {
 				shim := parentPid(f)
 				if shim == "" || !r.isOwnShim(shim) {
 					continue
 				}
-				sock := listeningSocket(shim)
-				if sock == "" {
-					continue
-				}
-				conn, err := (&net.Dialer{}).DialContext(ctx, "unix", sock)
+				api, done, err := r.dialShimProcess(ctx, shim)
 				if err != nil {
 					continue
 				}
-				client := ttrpc.NewClient(conn)
-				api := shimapi.NewTTRPCTaskClient(client)
 				held, err := r.endInShim(ctx, api, id, false)
 				if err != nil {
 					r.log.Warn("end a leftover container of a removed pod", "pod", uid, "container", id, "err", err)
@@ -286,7 +284,7 @@ func (r *Runtime) endLeftovers(uid, only string) int {
 					}
 					_, _ = api.Shutdown(ctx, &shimapi.ShutdownRequest{ID: id}) // exits unless it serves others
 				}
-				client.Close()
+				done()
 				ended++
 				break
 			}
@@ -298,7 +296,7 @@ func (r *Runtime) endLeftovers(uid, only string) int {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
 			}
-			if only != "" && strings.TrimSuffix(strings.TrimPrefix(filepath.Base(filepath.Dir(path)), "podkeeper-"), ".scope") != only {
+			if only != "" && cgroupContainerID(filepath.Base(filepath.Dir(path))) != only {
 				return nil
 			}
 			b, err := os.ReadFile(path)
@@ -337,13 +335,18 @@ func parentPid(pid string) string {
 
 // isOwnShim says whether process pid is a runc shim that r's containerd started for r's namespace.
 func (r *Runtime) isOwnShim(pid string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-	if err != nil {
-		return false
+	_, ok := shimOf(pid, r.cfg.Address, r.cfg.Namespace)
+	return ok
+}
+
+// dialShimProcess connects to the task API of the runc shim process pid (found by its listening
+// socket).
+func (r *Runtime) dialShimProcess(ctx context.Context, pid string) (shimapi.TTRPCTaskService, func(), error) {
+	sock := listeningSocket(pid)
+	if sock == "" {
+		return nil, nil, fmt.Errorf("shim %s: no listening socket", pid)
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	return strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && flagValue(args, "-namespace") == r.cfg.Namespace &&
-		samePath(flagValue(args, "-address")) == samePath(r.cfg.Address)
+	return dialShim(ctx, sock)
 }
 
 // listeningSocket is the path of the unix socket process pid listens on ("" when none): a shim
@@ -452,18 +455,13 @@ func (r *Runtime) sweepIdleShims() {
 		if pods[strings.SplitN(s.id, ".", 2)[0]] {
 			continue
 		}
-		sock := listeningSocket(s.pid)
-		if sock == "" {
-			continue
-		}
-		conn, err := (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		api, done, err := r.dialShimProcess(ctx, s.pid)
 		if err != nil {
 			continue
 		}
-		client := ttrpc.NewClient(conn)
 		r.log.Warn("shutting down a runc shim of a removed pod (left by a create interrupted by podkeeper's death)", "shim", s.pid, "id", s.id)
-		_, _ = shimapi.NewTTRPCTaskClient(client).Shutdown(ctx, &shimapi.ShutdownRequest{ID: s.id})
-		client.Close()
+		_, _ = api.Shutdown(ctx, &shimapi.ShutdownRequest{ID: s.id})
+		done()
 	}
 }
 
@@ -475,27 +473,56 @@ type shimProc struct {
 }
 
 // ownShims lists the runc shim processes that r's containerd started for r's namespace.
-func (r *Runtime) ownShims() []shimProc {
+func (r *Runtime) ownShims() []shimProc { return listShims(r.cfg.Address, r.cfg.Namespace) }
+
+// listShims lists the runc shim processes that the containerd at address started for namespace
+// ns. A process that has exited (a zombie) has no command line and is not listed.
+func listShims(address, ns string) []shimProc {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	want := samePath(r.cfg.Address)
 	var out []shimProc
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), "containerd-shim") {
-			continue
+		if sh, ok := shimOf(e.Name(), address, ns); ok {
+			out = append(out, sh)
 		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || flagValue(args, "-namespace") != r.cfg.Namespace ||
-			samePath(flagValue(args, "-address")) != want {
-			continue
-		}
-		out = append(out, shimProc{pid: e.Name(), id: flagValue(args, "-id"), deleting: args[len(args)-1] == "delete"})
 	}
 	return out
+}
+
+// shimOf reads process pid as a runc shim of the containerd at address and namespace ns; ok is
+// false when it is not one.
+func shimOf(pid, address, ns string) (shimProc, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil || !strings.Contains(string(b), "containerd-shim") {
+		return shimProc{}, false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || flagValue(args, "-namespace") != ns ||
+		samePath(flagValue(args, "-address")) != samePath(address) {
+		return shimProc{}, false
+	}
+	return shimProc{pid: pid, id: flagValue(args, "-id"), deleting: args[len(args)-1] == "delete"}, true
+}
+
+// RuncShimPIDs returns the PIDs of the runc shims that the containerd at address started for
+// namespace ns and that still run (for tests: none may outlive a namespace's containers).
+func RuncShimPIDs(address, ns string) []int {
+	var pids []int
+	for _, sh := range listShims(address, ns) {
+		if pid, err := strconv.Atoi(sh.pid); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// cgroupContainerID is the container ID in the name of a container's cgroup directory (cgroupfs:
+// the ID; systemd: podkeeper-<ID>.scope, cgroup.Layout.ContainerDir).
+func cgroupContainerID(name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(name, "podkeeper-"), ".scope")
 }

@@ -39,26 +39,9 @@ func TestShimGroupOutlivesTheTaskThatStartedIt(t *testing.T) {
 	group := fmt.Sprintf("pk-shimgroup-%d", time.Now().UnixNano())
 	start := func(name string) (containerd.Container, containerd.Task) {
 		t.Helper()
-		id := group + "-" + name
-		c, err := client.NewContainer(ctx, id,
-			containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
-			containerd.WithRuntime("io.containerd.runc.v2", nil),
-			containerd.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600"),
-				oci.WithAnnotations(map[string]string{"io.containerd.runc.v2.group": group})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := c.NewTask(ctx, cio.NullIO)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := task.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = task.Delete(ctx, containerd.WithProcessKill)
-			_ = c.Delete(ctx, containerd.WithSnapshotCleanup)
-		})
+		c := sleeperContainer(t, ctx, client, img, group+"-"+name, oci.WithAnnotations(map[string]string{"io.containerd.runc.v2.group": group}))
+		task := startTask(t, ctx, c)
+		t.Cleanup(func() { _, _ = task.Delete(ctx, containerd.WithProcessKill) })
 		return c, task
 	}
 	_, first := start("first") // starts the shim
@@ -110,21 +93,7 @@ func TestRemoveContainerEndsTheShimOfAHalfDeletedTask(t *testing.T) {
 	client, img := busyboxImage(t, rt, ctx)
 	ctx = namespaces.WithNamespace(ctx, testNS)
 	id := fmt.Sprintf("pk-halfdel-%d", time.Now().UnixNano())
-	c, err := client.NewContainer(ctx, id,
-		containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
-		containerd.WithRuntime("io.containerd.runc.v2", nil),
-		containerd.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(ctx, containerd.WithSnapshotCleanup) })
-	task, err := c.NewTask(ctx, cio.NullIO)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	task := startTask(t, ctx, sleeperContainer(t, ctx, client, img, id))
 	shimPid, err := strconv.Atoi(ppid(t, task.Pid()))
 	if err != nil {
 		t.Fatal(err)
@@ -213,28 +182,10 @@ func TestRemoveContainerEndsATaskOnlyItsShimKnows(t *testing.T) {
 	client, img := busyboxImage(t, rt, ctx)
 	ctx = namespaces.WithNamespace(ctx, testNS)
 	base := fmt.Sprintf("pk-lost-%d", time.Now().UnixNano())
-	newContainer := func(id string) containerd.Container {
-		t.Helper()
-		c, err := client.NewContainer(ctx, id,
-			containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
-			containerd.WithRuntime("io.containerd.runc.v2", nil),
-			containerd.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Delete(ctx, containerd.WithSnapshotCleanup) })
-		return c
-	}
 	// The shim, started by another container's task.
-	first := newContainer(base + "-first")
-	firstTask, err := first.NewTask(ctx, cio.NullIO)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := sleeperContainer(t, ctx, client, img, base+"-first")
+	firstTask := startTask(t, ctx, first)
 	t.Cleanup(func() { _, _ = firstTask.Delete(ctx, containerd.WithProcessKill) })
-	if err := firstTask.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	shimPid := ppid(t, firstTask.Pid())
 	bundles := filepath.Join(env.Dir, "state", "io.containerd.runtime.v2.task", testNS)
 	addr, err := os.ReadFile(filepath.Join(bundles, first.ID(), "address"))
@@ -244,7 +195,7 @@ func TestRemoveContainerEndsATaskOnlyItsShimKnows(t *testing.T) {
 
 	// The lost task: its bundle as containerd makes it, its create on the shim.
 	id := base + "-lost"
-	lost := newContainer(id)
+	lost := sleeperContainer(t, ctx, client, img, id)
 	spec, err := lost.Spec(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -335,4 +286,33 @@ func mounted(t *testing.T, path string) bool {
 		}
 	}
 	return false
+}
+
+// sleeperContainer creates container id running `sleep 3600` from img on the runc v2 shim,
+// deleted (with its snapshot) when the test ends; opts add to its spec.
+func sleeperContainer(t *testing.T, ctx context.Context, client *containerd.Client, img containerd.Image, id string, opts ...oci.SpecOpts) containerd.Container {
+	t.Helper()
+	spec := append([]oci.SpecOpts{oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")}, opts...)
+	c, err := client.NewContainer(ctx, id,
+		containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
+		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithNewSpec(spec...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, containerd.WithSnapshotCleanup) })
+	return c
+}
+
+// startTask creates and starts c's task (no I/O).
+func startTask(t *testing.T, ctx context.Context, c containerd.Container) containerd.Task {
+	t.Helper()
+	task, err := c.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return task
 }
