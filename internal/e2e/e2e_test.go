@@ -116,6 +116,9 @@ func (a *agent) start() {
 		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet,
 		// The test's containerd runs runc with cgroupfs, whatever /etc/containerd/config.toml says.
 		"--cgroup-driver", "cgroupfs"}, a.extra...)
+	if os.Getenv("PODKEEPER_E2E_LOG") == "debug" {
+		args = append(args, "--log-level", "debug")
+	}
 	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -147,7 +150,7 @@ func (a *agent) cleanup() {
 		_ = a.cmd.Wait()
 	}
 	a.mu.Unlock()
-	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not.
+	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not (=debug: at debug level).
 	if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
 		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
 		a.t.Logf("agent log:\n%s", b)
@@ -177,7 +180,12 @@ func (a *agent) cleanup() {
 		}
 	}
 	if len(shims) > 0 {
-		a.t.Errorf("cleanup: %d runc shims of namespace %s still running 10s after its last container's removal: %v", len(shims), a.ns, shims)
+		var ids []string
+		for _, pid := range shims {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			ids = append(ids, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+		a.t.Errorf("cleanup: %d runc shims of namespace %s still running 10s after its last container's removal:\n%s", len(shims), a.ns, strings.Join(ids, "\n"))
 		for _, pid := range shims { // started by this test's containerd for this test's namespace
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -79,35 +79,44 @@ func (r *Runtime) gcSnapshots(ctx context.Context) {
 // still there, its shim is asked directly, on the socket the bundle names, to kill and delete
 // the container it holds and to shut down if it serves no other; then the bundle is removed as
 // containerd would have. A create containerd may still be doing (neither it nor the shim knows
-// the task yet) is given orphanSettle to end first.
+// the task yet) is given orphanSettle to end first. When containerd gives that create up
+// meanwhile (it removes the bundle), the shim it started is asked all the same: containerd
+// removes the bundle of a create it gave up without always ending its shim.
 func (r *Runtime) endOrphanTask(ctx context.Context, id string) (bool, error) {
 	dir := r.bundlesDir()
 	if dir == "" {
 		return false, nil // no runc shim of this namespace is running: none can hold a task
 	}
 	bundle := filepath.Join(dir, id)
-	if _, err := os.Stat(filepath.Join(bundle, "address")); err != nil {
+	addr, err := os.ReadFile(filepath.Join(bundle, "address"))
+	if err != nil {
 		return false, nil
 	}
+	socket := strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskDeleteTimeout)
 	defer cancel()
 	for settle := time.Now().Add(orphanSettle); ; time.Sleep(orphanSettle / 10) {
 		final := !time.Now().Before(settle)
-		addr, err := os.ReadFile(filepath.Join(bundle, "address"))
-		if err != nil {
-			return false, nil // containerd removed its bundle meanwhile
-		}
-		if _, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: id}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
-			return false, nil // containerd's own (or containerd cannot tell)
+		_, err := os.Stat(filepath.Join(bundle, "address"))
+		givenUp := err != nil // containerd removed its bundle meanwhile
+		if !givenUp {
+			if _, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: id}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
+				return false, nil // containerd's own (or containerd cannot tell)
+			}
 		}
 		held := false
-		shim, done, err := dialShim(ctx, strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
-		if err == nil { // else its shim is gone: only the bundle is left
-			held, err = r.endInShim(ctx, shim, id, final)
+		shim, done, err := dialShim(ctx, socket)
+		if err == nil { // else its shim is gone: only the bundle (if any) is left
+			held, err = r.endInShim(ctx, shim, id, final || givenUp)
 			done()
 			if err != nil {
 				return true, err
 			}
+		} else if givenUp {
+			return false, nil // containerd ended the create and its shim
+		}
+		if givenUp {
+			return true, nil
 		}
 		if held || final {
 			removeBundle(bundle, id, r.cfg.Namespace)
@@ -405,9 +414,11 @@ func (r *Runtime) sweepShimsSoon() {
 	})
 }
 
-// sweepShimsPeriodically runs sweepIdleShims every shimSweepEvery until ctx ends: the backstop
-// for a shim left idle after the sweeps that follow pod removals.
+// sweepShimsPeriodically runs sweepIdleShims at once (for a sweep the last run's stop or death
+// cut short) and then every shimSweepEvery until ctx ends: the backstop for a shim left idle
+// after the sweeps that follow pod removals.
 func (r *Runtime) sweepShimsPeriodically(ctx context.Context) {
+	r.sweepIdleShims()
 	t := time.NewTicker(shimSweepEvery)
 	defer t.Stop()
 	for {

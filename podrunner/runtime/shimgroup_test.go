@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -315,4 +317,96 @@ func startTask(t *testing.T, ctx context.Context, c containerd.Container) contai
 		t.Fatal(err)
 	}
 	return task
+}
+
+// containerd 1.6 gives up a task create whose caller died (podkeeper killed mid-create): it
+// removes the task's bundle but may leave the runc shim it started for it running, idle, serving
+// nothing (seen in TestChaosKill9DuringStartThenRemoved: such a shim's create was still blocked
+// when podkeeper, restarted, removed the container, and containerd removed the bundle under it).
+// Made here as containerd makes it: a shim started for the container's task in its bundle, the
+// bundle removed while RemoveContainer waits for the create to settle. The shim must end.
+func TestRemoveContainerEndsTheIdleShimOfACreateGivenUp(t *testing.T) {
+	rt, ctx := newRuntime(t)
+	client, img := busyboxImage(t, rt, ctx)
+	ctx = namespaces.WithNamespace(ctx, testNS)
+	id := fmt.Sprintf("pk-givenup-%d", time.Now().UnixNano())
+	c := sleeperContainer(t, ctx, client, img, id)
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(env.Dir, "state", "io.containerd.runtime.v2.task", testNS, id)
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(bundle) })
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// As containerd starts a shim: the shim's log is a FIFO in the bundle that containerd reads;
+	// `start` in the bundle prints the socket of the shim it leaves running.
+	logFifo := filepath.Join(bundle, "log")
+	if err := syscall.Mkfifo(logFifo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	shimLog, err := os.OpenFile(logFifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shimLog.Close() })
+	go func() { _, _ = io.Copy(io.Discard, shimLog) }()
+	ctrd, err := exec.LookPath("containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := exec.Command("containerd-shim-runc-v2", "-namespace", testNS, "-address", env.Address,
+		"-publish-binary", ctrd, "-id", id, "start")
+	start.Dir = bundle
+	start.Env = append(os.Environ(), "TTRPC_ADDRESS="+env.Address+".ttrpc") // where it publishes events
+	var stderr strings.Builder
+	start.Stderr = &stderr
+	addr, err := start.Output()
+	if err != nil {
+		t.Fatalf("start a shim: %v: %s", err, stderr.String())
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "address"), addr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var shim int
+	for _, pid := range RuncShimPIDs(env.Address, testNS) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "\x00"+id+"\x00") {
+			shim = pid
+		}
+	}
+	if shim == 0 {
+		t.Fatal("the started shim does not run; the test does not make the state it is about")
+	}
+	t.Cleanup(func() { // only if the runtime did not end it
+		if alive(shim) {
+			_ = syscall.Kill(shim, syscall.SIGKILL)
+		}
+	})
+
+	removed := make(chan error, 1)
+	go func() { removed <- rt.RemoveContainer(ctx, id) }()
+	// RemoveContainer waits for the create to settle, and containerd gives it up meanwhile.
+	time.Sleep(300 * time.Millisecond)
+	if err := os.RemoveAll(bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(shim); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle shim (pid %d) of the given-up create still runs after its container's removal", shim)
+		}
+	}
+	if _, err := client.LoadContainer(ctx, id); err == nil {
+		t.Error("container still there after its removal")
+	}
 }
