@@ -426,6 +426,15 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, 
 		w.startEarly(ctx, pod, v, sb, func() (ContainerRecord, error) { r := wait(); return r.rec, r.err })
 	case r := <-done:
 		res = &r
+		// Created and started before the select: either case may be picked when both are
+		// ready, and its first containers start now all the same.
+		if r.err == nil {
+			select {
+			case sb := <-created:
+				w.startEarly(ctx, pod, v, sb, func() (ContainerRecord, error) { return r.rec, nil })
+			default:
+			}
+		}
 	}
 	return wait().err
 }
