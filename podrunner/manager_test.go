@@ -3,6 +3,7 @@ package podrunner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -615,6 +616,44 @@ func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 	waitFor(t, "another sync", func() bool { return len(e.rt.Calls("ListContainers")) > before })
 	if n := len(e.starts("uid-a", "main")); n != 1 {
 		t.Fatalf("%d start attempts inside the backoff, want 1", n)
+	}
+}
+
+// A start blocked by what an interrupted earlier create of the container still holds is not the
+// container's failure: it waits as ContainerCreating, with no failure event and none of a bad
+// spec's backoff (an hour here), and starts once the leftover is gone.
+func TestManagerInterruptedCreateRetriesSoon(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	e.rt.mu.Lock()
+	e.rt.startErrs["main"] = fmt.Errorf("create task x: %w: runc: container with given ID already exists", ErrCreateInterrupted)
+	e.rt.mu.Unlock()
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	waitFor(t, "ContainerCreating", func() bool {
+		cs, ok := e.containerStatus("uid-a", "main")
+		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ContainerCreating" &&
+			strings.Contains(cs.State.Waiting.Message, "interrupted earlier create")
+	})
+	e.rt.mu.Lock()
+	delete(e.rt.startErrs, "main") // the leftover is gone
+	e.rt.mu.Unlock()
+	e.waitRunning(t, "uid-a", "main", 0)
+	for _, ev := range e.rec.Events("uid-a") {
+		if ev.Reason == ReasonFailed {
+			t.Fatalf("a failure event for an interrupted earlier create: %+v", ev)
+		}
+	}
+}
+
+func TestInterruptedRetryDelay(t *testing.T) {
+	for n, want := range map[int]time.Duration{
+		1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 4: 4 * time.Second,
+		5: 8 * time.Second, 6: 8 * time.Second, 100: 8 * time.Second,
+	} {
+		if got := interruptedRetryDelay(n); got != want {
+			t.Errorf("interruptedRetryDelay(%d) = %v, want %v", n, got, want)
+		}
 	}
 }
 

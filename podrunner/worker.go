@@ -42,6 +42,7 @@ type worker struct {
 	restarts   map[string]*restartMemo // container name -> backoff memory
 	pulls      map[string]*retryMemo   // image -> pull backoff memory
 	configErrs map[string]*retryMemo   // container name -> start failures nothing was kept of
+	retryEarly map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
 	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
 	reported   map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
@@ -59,6 +60,7 @@ type restartMemo struct {
 type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
+	tries     int // failures in a row, where no BackoffState applies
 	lastErr   string
 }
 
@@ -75,6 +77,7 @@ func newWorker(m *Manager, pod *corev1.Pod) *worker {
 		restarts:   map[string]*restartMemo{},
 		pulls:      map[string]*retryMemo{},
 		configErrs: map[string]*retryMemo{},
+		retryEarly: map[string]*retryMemo{},
 		killedByUs: map[string]bool{},
 		reported:   map[string]bool{},
 		imgWaiting: map[string]Waiting{},
@@ -480,6 +483,10 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
 		return false, m.notBefore
 	}
+	if m := w.retryEarly[c.Name]; m != nil && time.Now().Before(m.notBefore) {
+		w.setWaiting(c.Name, "ContainerCreating", m.lastErr)
+		return false, m.notBefore
+	}
 	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
 		w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
 		return false, pm.notBefore
@@ -535,6 +542,21 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if errors.Is(err, ErrSandboxNotReady) {
 		return false, time.Time{} // the sandbox's failure is reported (and retried) on its own
 	}
+	if errors.Is(err, ErrCreateInterrupted) {
+		// Not the container's failure (it never ran): it waits as ContainerCreating and goes
+		// again soon, with no failure event and none of a bad spec's backoff.
+		m := w.retryEarly[c.Name]
+		if m == nil {
+			m = &retryMemo{}
+			w.retryEarly[c.Name] = m
+		}
+		m.tries++
+		delay := interruptedRetryDelay(m.tries)
+		m.notBefore, m.lastErr = time.Now().Add(delay), err.Error()
+		w.log.Info("start container: will retry soon", "container", c.Name, "in", delay, "err", err)
+		w.setWaiting(c.Name, "ContainerCreating", err.Error())
+		return false, m.notBefore
+	}
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", err)
@@ -547,6 +569,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		return false, m.notBefore
 	}
 	delete(w.configErrs, c.Name)
+	delete(w.retryEarly, c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
 	if err := w.runPostStart(ctx, pod, c, rec); err != nil {
@@ -566,6 +589,19 @@ func (w *worker) failed(memo map[string]*retryMemo, key string, err error) *retr
 	delay, next := w.m.cfg.Backoff.Next(m.state, time.Time{}, time.Time{})
 	m.state, m.notBefore, m.lastErr = next, time.Now().Add(delay), err.Error()
 	return m
+}
+
+// interruptedRetryDelay is how long a container whose n-th start in a row (from 1) met an
+// interrupted earlier create waits before the next: 500 ms, doubling, at most 8 s. Such a
+// leftover is usually gone within seconds (containerd finishes or gives up the create, or
+// podkeeper ends it); a bad spec's backoff (10 s, doubling) would only hold the pod back.
+func interruptedRetryDelay(n int) time.Duration {
+	const first, most = 500 * time.Millisecond, 8 * time.Second
+	d := first
+	for i := 1; i < n && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
 }
 
 // setWaiting shows a pull or config problem in the container's waiting state.

@@ -612,7 +612,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 				release()
 				return r.StartContainer(context.WithValue(ctx, retriedCreate{}, true), req)
 			}
-			return podrunner.ContainerRecord{}, fmt.Errorf("create task %s (an interrupted earlier create is still being cleaned up): %w", id, err)
+			return podrunner.ContainerRecord{}, fmt.Errorf("create task %s: %w: %w", id, podrunner.ErrCreateInterrupted, err)
 		}
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to create containerd task: %w", err))
 	}
