@@ -42,7 +42,7 @@ type worker struct {
 	restarts   map[string]*restartMemo // container name -> backoff memory
 	pulls      map[string]*retryMemo   // image -> pull backoff memory
 	configErrs map[string]*retryMemo   // container name -> start failures nothing was kept of
-	retryEarly map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
+	interrupts map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
 	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
 	reported   map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
@@ -77,7 +77,7 @@ func newWorker(m *Manager, pod *corev1.Pod) *worker {
 		restarts:   map[string]*restartMemo{},
 		pulls:      map[string]*retryMemo{},
 		configErrs: map[string]*retryMemo{},
-		retryEarly: map[string]*retryMemo{},
+		interrupts: map[string]*retryMemo{},
 		killedByUs: map[string]bool{},
 		reported:   map[string]bool{},
 		imgWaiting: map[string]Waiting{},
@@ -483,7 +483,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
 		return false, m.notBefore
 	}
-	if m := w.retryEarly[c.Name]; m != nil && time.Now().Before(m.notBefore) {
+	if m := w.interrupts[c.Name]; m != nil && time.Now().Before(m.notBefore) {
 		w.setWaiting(c.Name, "ContainerCreating", m.lastErr)
 		return false, m.notBefore
 	}
@@ -545,10 +545,10 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if errors.Is(err, ErrCreateInterrupted) {
 		// Not the container's failure (it never ran): it waits as ContainerCreating and goes
 		// again soon, with no failure event and none of a bad spec's backoff.
-		m := w.retryEarly[c.Name]
+		m := w.interrupts[c.Name]
 		if m == nil {
 			m = &retryMemo{}
-			w.retryEarly[c.Name] = m
+			w.interrupts[c.Name] = m
 		}
 		m.tries++
 		delay := interruptedRetryDelay(m.tries)
@@ -569,7 +569,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		return false, m.notBefore
 	}
 	delete(w.configErrs, c.Name)
-	delete(w.retryEarly, c.Name)
+	delete(w.interrupts, c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
 	if err := w.runPostStart(ctx, pod, c, rec); err != nil {
