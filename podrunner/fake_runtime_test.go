@@ -257,6 +257,17 @@ func (f *fakeRuntime) Exit(t *testing.T, id string, code int32) time.Time {
 }
 
 // FailPull makes EnsureImage of ref fail with err (nil: succeed again).
+// FailStart makes StartContainer of container name fail with err, keeping nothing (nil: start again).
+func (f *fakeRuntime) FailStart(name string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.startErrs, name)
+		return
+	}
+	f.startErrs[name] = err
+}
+
 func (f *fakeRuntime) FailPull(ref string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -601,9 +601,7 @@ func TestManagerImagePullFailure(t *testing.T) {
 func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 	e := newEnv(t, slowBackoff)
 	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
-	e.rt.mu.Lock()
-	e.rt.startErrs["main"] = errors.New(`volume "cfg": this volume type is not supported yet`)
-	e.rt.mu.Unlock()
+	e.rt.FailStart("main", errors.New(`volume "cfg": this volume type is not supported yet`))
 	e.m.Update([]*corev1.Pod{pod})
 	e.run(t)
 	waitFor(t, "CreateContainerConfigError", func() bool {
@@ -625,9 +623,7 @@ func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 func TestManagerInterruptedCreateRetriesSoon(t *testing.T) {
 	e := newEnv(t, slowBackoff)
 	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
-	e.rt.mu.Lock()
-	e.rt.startErrs["main"] = fmt.Errorf("create task x: %w: runc: container with given ID already exists", ErrCreateInterrupted)
-	e.rt.mu.Unlock()
+	e.rt.FailStart("main", fmt.Errorf("create task x: %w: runc: container with given ID already exists", ErrCreateInterrupted))
 	e.m.Update([]*corev1.Pod{pod})
 	e.run(t)
 	waitFor(t, "ContainerCreating", func() bool {
@@ -635,9 +631,7 @@ func TestManagerInterruptedCreateRetriesSoon(t *testing.T) {
 		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ContainerCreating" &&
 			strings.Contains(cs.State.Waiting.Message, "interrupted earlier create")
 	})
-	e.rt.mu.Lock()
-	delete(e.rt.startErrs, "main") // the leftover is gone
-	e.rt.mu.Unlock()
+	e.rt.FailStart("main", nil) // the leftover is gone
 	e.waitRunning(t, "uid-a", "main", 0)
 	for _, ev := range e.rec.Events("uid-a") {
 		if ev.Reason == ReasonFailed {
@@ -646,13 +640,13 @@ func TestManagerInterruptedCreateRetriesSoon(t *testing.T) {
 	}
 }
 
-func TestInterruptedRetryDelay(t *testing.T) {
+func TestInterruptedBackoff(t *testing.T) {
 	for n, want := range map[int]time.Duration{
 		1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 4: 4 * time.Second,
 		5: 8 * time.Second, 6: 8 * time.Second, 100: 8 * time.Second,
 	} {
-		if got := interruptedRetryDelay(n); got != want {
-			t.Errorf("interruptedRetryDelay(%d) = %v, want %v", n, got, want)
+		if got := interruptedBackoff.Delay(n); got != want {
+			t.Errorf("interruptedBackoff.Delay(%d) = %v, want %v", n, got, want)
 		}
 	}
 }

@@ -229,7 +229,7 @@ var ErrExitRecorded = errors.New("recorded as the container's exit")
 // ErrCreateInterrupted marks a StartContainer failure caused by what an earlier create of the
 // same container, interrupted by podkeeper's death, still holds in containerd while it is being
 // cleaned up: not the container's failure, and nothing of the attempt was kept. The worker tries
-// again soon (interruptedRetryDelay), without the backoff of a bad spec.
+// again soon (interruptedBackoff), without the backoff of a bad spec.
 var ErrCreateInterrupted = errors.New("an interrupted earlier create of the container is still being cleaned up")
 
 // ErrSandboxNotReady marks a StartContainer with SandboxReady whose sandbox failed to start: not

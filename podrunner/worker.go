@@ -60,7 +60,6 @@ type restartMemo struct {
 type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
-	tries     int // failures in a row, where no BackoffState applies
 	lastErr   string
 }
 
@@ -424,9 +423,10 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, 
 		}
 		return *res
 	}
+	ready := func() (ContainerRecord, error) { r := wait(); return r.rec, r.err }
 	select {
 	case sb := <-created:
-		w.startEarly(ctx, pod, v, sb, func() (ContainerRecord, error) { r := wait(); return r.rec, r.err })
+		w.startEarly(ctx, pod, v, sb, ready)
 	case r := <-done:
 		res = &r
 		// Created and started before the select: either case may be picked when both are
@@ -434,7 +434,7 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, 
 		if r.err == nil {
 			select {
 			case sb := <-created:
-				w.startEarly(ctx, pod, v, sb, func() (ContainerRecord, error) { return r.rec, nil })
+				w.startEarly(ctx, pod, v, sb, ready)
 			default:
 			}
 		}
@@ -509,7 +509,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		})
 	}
 	if err != nil {
-		w.failed(w.pulls, c.Image, err)
+		w.failed(w.m.cfg.Backoff, w.pulls, c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
 		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
 		w.setWaiting(c.Name, "ErrImagePull", err.Error())
@@ -545,15 +545,8 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	if errors.Is(err, ErrCreateInterrupted) {
 		// Not the container's failure (it never ran): it waits as ContainerCreating and goes
 		// again soon, with no failure event and none of a bad spec's backoff.
-		m := w.interrupts[c.Name]
-		if m == nil {
-			m = &retryMemo{}
-			w.interrupts[c.Name] = m
-		}
-		m.tries++
-		delay := interruptedRetryDelay(m.tries)
-		m.notBefore, m.lastErr = time.Now().Add(delay), err.Error()
-		w.log.Info("start container: will retry soon", "container", c.Name, "in", delay, "err", err)
+		m := w.failed(interruptedBackoff, w.interrupts, c.Name, err)
+		w.log.Info("start container: will retry soon", "container", c.Name, "at", m.notBefore, "err", err)
 		w.setWaiting(c.Name, "ContainerCreating", err.Error())
 		return false, m.notBefore
 	}
@@ -564,7 +557,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 			return true, time.Time{} // plan again: restart policy and CrashLoopBackOff apply
 		}
 		// Nothing was kept (bad spec, image gone): retry with backoff, never in a tight loop.
-		m := w.failed(w.configErrs, c.Name, err)
+		m := w.failed(w.m.cfg.Backoff, w.configErrs, c.Name, err)
 		w.setWaiting(c.Name, "CreateContainerConfigError", err.Error())
 		return false, m.notBefore
 	}
@@ -579,30 +572,24 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	return true, time.Time{}
 }
 
-// failed charges one more failure to memo[key] and returns it with its next retry time.
-func (w *worker) failed(memo map[string]*retryMemo, key string, err error) *retryMemo {
+// failed charges one more failure to memo[key] and returns it with its next retry time, spaced
+// by policy p.
+func (w *worker) failed(p BackoffPolicy, memo map[string]*retryMemo, key string, err error) *retryMemo {
 	m := memo[key]
 	if m == nil {
 		m = &retryMemo{state: BackoffState{Restarts: 1}}
 		memo[key] = m
 	}
-	delay, next := w.m.cfg.Backoff.Next(m.state, time.Time{}, time.Time{})
+	delay, next := p.Next(m.state, time.Time{}, time.Time{})
 	m.state, m.notBefore, m.lastErr = next, time.Now().Add(delay), err.Error()
 	return m
 }
 
-// interruptedRetryDelay is how long a container whose n-th start in a row (from 1) met an
-// interrupted earlier create waits before the next: 500 ms, doubling, at most 8 s. Such a
-// leftover is usually gone within seconds (containerd finishes or gives up the create, or
-// podkeeper ends it); a bad spec's backoff (10 s, doubling) would only hold the pod back.
-func interruptedRetryDelay(n int) time.Duration {
-	const first, most = 500 * time.Millisecond, 8 * time.Second
-	d := first
-	for i := 1; i < n && d < most; i++ {
-		d *= 2
-	}
-	return min(d, most)
-}
+// interruptedBackoff spaces the starts of a container that met an interrupted earlier create:
+// 500 ms, doubling, at most 8 s. Such a leftover is usually gone within seconds (containerd
+// finishes or gives up the create, or podkeeper ends it); a bad spec's backoff (10 s, doubling)
+// would only hold the pod back.
+var interruptedBackoff = BackoffPolicy{Initial: 500 * time.Millisecond, Max: 8 * time.Second}
 
 // setWaiting shows a pull or config problem in the container's waiting state.
 func (w *worker) setWaiting(name, reason, msg string) {
