@@ -8,3 +8,6 @@ func SetHalfDeletedMinAge(d time.Duration) (restore func()) {
 	halfDeletedMinAge = d
 	return func() { halfDeletedMinAge = old }
 }
+
+// CNICacheDir is libcni's result cache, where tests read what a CNI ADD ran.
+const CNICacheDir = cniCacheDir

@@ -230,8 +230,22 @@ type podNetwork struct {
 	log *slog.Logger
 
 	mu    sync.Mutex
-	cni   gocni.CNI
+	cni   netChains
 	stamp string // what the config dir looked like when cni was loaded
+}
+
+// netChains are the pod network loaded from the config dir: its plugin chain as written, and the
+// same chain without its portmap plugins for the pods that map no hostPort (portmap does nothing
+// for them but costs a plugin exec on every ADD and DEL; nil when the chain has no portmap).
+type netChains struct{ full, noPorts gocni.CNI }
+
+// forPorts is the chain for a pod with these hostPort mappings: the same at ADD and at DEL,
+// since DEL is given the mappings ADD was. Pure.
+func (c netChains) forPorts(ports []gocni.PortMapping) gocni.CNI {
+	if len(ports) == 0 && c.noPorts != nil {
+		return c.noPorts
+	}
+	return c.full
 }
 
 func newPodNetwork(cfg NetworkConfig, containerdNS string, log *slog.Logger) (*podNetwork, error) {
@@ -254,13 +268,17 @@ func newPodNetwork(cfg NetworkConfig, containerdNS string, log *slog.Logger) (*p
 }
 
 // load (re)reads the CNI config when the directory changed, writing the default when it is empty,
-// and returns the CNI to use. It takes n.mu.
-func (n *podNetwork) load() (gocni.CNI, error) {
+// and returns the chains to use. It takes n.mu.
+//
+// The loopback interface is not CNI's: pinNewNetns brings it up when it makes the namespace (the
+// CRI adds CNI's loopback plugin to every pod, one more plugin exec on each ADD and DEL; measured
+// on this 2-core machine, the loopback and portmap execs were about 40% of a pod's CNI time).
+func (n *podNetwork) load() (netChains, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	written, err := EnsureCNIConfig(n.cfg.ConfDir, n.cfg.Default)
 	if err != nil {
-		return nil, err
+		return netChains{}, err
 	}
 	if written != "" {
 		n.log.Info("no CNI config found; wrote podkeeper's default network", "file", written,
@@ -268,13 +286,46 @@ func (n *podNetwork) load() (gocni.CNI, error) {
 	}
 	stamp, err := dirStamp(n.cfg.ConfDir)
 	if err != nil {
-		return nil, err
+		return netChains{}, err
 	}
-	if n.cni != nil && stamp == n.stamp {
+	if n.cni.full != nil && stamp == n.stamp {
 		return n.cni, nil
 	}
+	keep := func(err error) (netChains, error) {
+		if n.cni.full != nil {
+			n.log.Warn("changed CNI config: still using the previous one", "err", err)
+			return n.cni, nil
+		}
+		return netChains{}, err
+	}
+	full, err := n.newCNI(gocni.WithDefaultConf)
+	if err != nil {
+		return keep(fmt.Errorf("load CNI config from %s: %w", n.cfg.ConfDir, err))
+	}
+	chains := netChains{full: full}
+	if b, ok, err := n.withoutPortmap(); err != nil {
+		n.log.Debug("CNI config: every pod runs its portmap plugin", "err", err)
+	} else if ok {
+		if c, err := n.newCNI(gocni.WithConfListBytes(b)); err != nil {
+			n.log.Debug("CNI config: every pod runs its portmap plugin", "err", err)
+		} else {
+			chains.noPorts = c
+		}
+	}
+	if err := n.ensureMasquerade(); err != nil {
+		return keep(fmt.Errorf("its masquerade rule cannot be set up: %w", err))
+	}
+	if n.cni.full != nil {
+		n.log.Info("CNI config changed; reloaded", "dir", n.cfg.ConfDir)
+	}
+	n.cni, n.stamp = chains, stamp
+	return chains, nil
+}
+
+// newCNI loads one pod network (the loopback is not CNI's: see load).
+func (n *podNetwork) newCNI(conf gocni.Opt) (gocni.CNI, error) {
 	c, err := gocni.New(
-		gocni.WithMinNetworkCount(2), // loopback + the pod network
+		gocni.WithMinNetworkCount(1),
 		gocni.WithPluginConfDir(n.cfg.ConfDir),
 		gocni.WithPluginDir(n.cfg.BinDirs),
 		gocni.WithInterfacePrefix("eth"),
@@ -282,26 +333,60 @@ func (n *podNetwork) load() (gocni.CNI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CNI: %w", err)
 	}
-	if err := c.Load(gocni.WithLoNetwork, gocni.WithDefaultConf); err != nil {
-		err = fmt.Errorf("load CNI config from %s: %w", n.cfg.ConfDir, err)
-		if n.cni != nil {
-			n.log.Warn("changed CNI config does not load; still using the previous one", "err", err)
-			return n.cni, nil
-		}
+	if err := c.Load(conf); err != nil {
 		return nil, err
 	}
-	if err := n.ensureMasquerade(); err != nil {
-		if n.cni != nil {
-			n.log.Warn("changed CNI config: its masquerade rule cannot be set up; still using the previous config", "err", err)
-			return n.cni, nil
-		}
-		return nil, err
-	}
-	if n.cni != nil {
-		n.log.Info("CNI config changed; reloaded", "dir", n.cfg.ConfDir)
-	}
-	n.cni, n.stamp = c, stamp
 	return c, nil
+}
+
+// withoutPortmap reads the config in use (the dir's first file) and returns it without its
+// portmap plugins; ok is false when it has none to drop.
+func (n *podNetwork) withoutPortmap() (b []byte, ok bool, err error) {
+	files, err := cniConfFiles(n.cfg.ConfDir)
+	if err != nil || len(files) == 0 {
+		return nil, false, err
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		return nil, false, fmt.Errorf("read CNI config: %w", err)
+	}
+	return ConflistWithoutPortmap(raw)
+}
+
+// ConflistWithoutPortmap returns a conflist without its plugins of type portmap; ok is false
+// (and b nil) when there is nothing to drop: not a conflist, no portmap, or nothing else left.
+// Every other key is kept as it was. Pure.
+func ConflistWithoutPortmap(raw []byte) (b []byte, ok bool, err error) {
+	var conf map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		return nil, false, fmt.Errorf("CNI config: %w", err)
+	}
+	var plugins []json.RawMessage
+	if p, found := conf["plugins"]; !found || json.Unmarshal(p, &plugins) != nil {
+		return nil, false, nil
+	}
+	kept := plugins[:0:0]
+	for _, p := range plugins {
+		var t struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(p, &t); err == nil && t.Type == "portmap" {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == len(plugins) || len(kept) == 0 {
+		return nil, false, nil
+	}
+	conf["plugins"], err = json.Marshal(kept)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err = json.Marshal(conf)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
 }
 
 // ensureMasquerade sets up the subnet's masquerade rule when the config in use (the dir's first
@@ -376,13 +461,13 @@ func (n *podNetwork) pin(ctx context.Context, sandboxID string) (string, error) 
 // attach runs CNI ADD for the sandbox in the pinned namespace path and returns the pod's IPs. On
 // failure the network is torn down (the namespace removed) before it returns.
 func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *corev1.Pod) ([]string, error) {
-	c, err := n.load()
+	chains, err := n.load()
 	if err != nil {
 		_ = removePinnedNs(path)
 		return nil, err
 	}
 	ports := PortMappings(pod)
-	res, err := c.Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
+	res, err := chains.forPorts(ports).Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
 	if err != nil {
 		if derr := n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports); derr != nil {
 			n.log.Warn("undo failed CNI setup", "sandbox", sandboxID, "err", derr)
@@ -402,7 +487,7 @@ func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *co
 // IPAM still releases the address). ports must be the hostPort mappings ADD was given: portmap
 // removes the DNAT rules of exactly those.
 func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports []gocni.PortMapping) error {
-	c, err := n.load()
+	chains, err := n.load()
 	if err != nil {
 		return err
 	}
@@ -410,9 +495,12 @@ func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports
 	if path == "" || !isNsFile(path) {
 		nsPath = ""
 	}
-	if err := c.Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
+	if err := chains.forPorts(ports).Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
 		return fmt.Errorf("CNI teardown of pod network: %w", err)
 	}
+	// A sandbox made by an agent before 2026-12-05 also ran CNI's loopback plugin, whose cached
+	// result libcni keeps until a DEL of that network; the namespace goes anyway.
+	_ = os.Remove(filepath.Join(cniCacheDir, "results", "cni-loopback-"+sandboxID+"-lo"))
 	if path != "" {
 		if err := removePinnedNs(path); err != nil {
 			return fmt.Errorf("remove network namespace %s: %w", path, err)
@@ -524,10 +612,13 @@ func (n *podNetwork) gcOrphans(ctx context.Context, exists func(id string) (bool
 	}
 }
 
+// cniCacheDir is libcni's result cache (go-cni's default).
+const cniCacheDir = "/var/lib/cni"
+
 // cachedPortMappings reads the hostPort mappings a sandbox's CNI ADD was given from libcni's
 // result cache (/var/lib/cni/results), for a sandbox whose labels are gone (an orphan).
 func cachedPortMappings(sandboxID string) []gocni.PortMapping {
-	files, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", "*-"+sandboxID+"-eth*"))
+	files, _ := filepath.Glob(filepath.Join(cniCacheDir, "results", "*-"+sandboxID+"-eth*"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

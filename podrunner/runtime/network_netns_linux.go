@@ -10,8 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pinNewNetns creates a new network namespace and pins it by bind-mounting it on path (a new
-// empty file), so it lives on without any process in it until removePinnedNs.
+// pinNewNetns creates a new network namespace with its loopback interface up and pins it by
+// bind-mounting it on path (a new empty file), so it lives on without any process in it until
+// removePinnedNs.
 func pinNewNetns(path string) error {
 	return pinNewNamespaces([]specs.LinuxNamespace{{Type: specs.NetworkNamespace, Path: path}}, "")
 }
@@ -19,7 +20,8 @@ func pinNewNetns(path string) error {
 // pinNewNamespaces creates one new namespace of each pin's type (network, UTS, IPC) and pins it
 // by bind-mounting it on the pin's path (a new empty file), so it lives on without any process in it until
 // removePinnedNs. A new UTS namespace gets hostname (unless
-// empty). All or nothing: on error no pin is left.
+// empty); a new network namespace gets its loopback interface up (what CNI's loopback plugin
+// does, without a plugin exec: see podNetwork.load). All or nothing: on error no pin is left.
 //
 // One locked OS thread unshares itself into the new namespaces, pins them and switches back
 // (inOtherNamespaces), as CRI-O's pinns does from its own process.
@@ -61,6 +63,11 @@ func pinNewNamespaces(pins []specs.LinuxNamespace, hostname string) error {
 		}
 		return nil
 	}, func() error {
+		if flags&unix.CLONE_NEWNET != 0 {
+			if err := setLinkUp("lo"); err != nil {
+				return fmt.Errorf("new network namespace: %w", err)
+			}
+		}
 		for i, p := range pins {
 			if err := unix.Mount("/proc/thread-self/ns/"+kinds[i], p.Path, "none", unix.MS_BIND, ""); err != nil {
 				return fmt.Errorf("pin %s namespace on %s: %w", kinds[i], p.Path, err)

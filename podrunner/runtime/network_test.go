@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -203,6 +204,19 @@ func TestPodsReachEachOtherByPodIP(t *testing.T) {
 	if sbS.PodIPs[0] == sbC.PodIPs[0] {
 		t.Fatalf("two pods got the same IP %s", sbS.PodIPs[0])
 	}
+	// Pods without a hostPort ran the chain without portmap, and no CNI loopback plugin: the
+	// loopback was brought up with the namespace.
+	for _, sb := range []podrunner.ContainerRecord{sbS, sbC} {
+		if got := cniChainRun(t, sb.ID); strings.Join(got, ",") != "bridge" {
+			t.Fatalf("sandbox %s: CNI chain run %v, want [bridge] (no hostPort, so no portmap)", sb.ID, got)
+		}
+		if _, err := os.Stat(filepath.Join(CNICacheDir, "results", "cni-loopback-"+sb.ID+"-lo")); !os.IsNotExist(err) {
+			t.Fatalf("sandbox %s: CNI loopback plugin was run (%v)", sb.ID, err)
+		}
+	}
+	if out, _ := execOut(t, rt, ctx, ctrsC[0].ID, "ip", "-o", "link", "show", "lo"); !strings.Contains(out, "UP") {
+		t.Fatalf("loopback of the pod is not up: %s", out)
+	}
 	// The IP is recorded: a listing (as after an agent restart) shows it.
 	recs, err := rt.ListContainers(ctx, string(server.UID))
 	if err != nil {
@@ -371,6 +385,9 @@ func TestHostPortAnswersOnLocalhost(t *testing.T) {
 	})
 	if len(iptablesMentions(t, sb.ID)) == 0 {
 		t.Fatalf("no iptables rule names sandbox %s while its hostPort is mapped", sb.ID)
+	}
+	if got := cniChainRun(t, sb.ID); strings.Join(got, ",") != "bridge,portmap" {
+		t.Fatalf("CNI chain run for a pod with a hostPort: %v, want [bridge portmap]", got)
 	}
 	// Teardown removes the mapping and every rule of the sandbox.
 	if err := rt.StopContainer(ctx, sb.ID, time.Second); err != nil {
@@ -581,6 +598,39 @@ func TestUserCNIConfigIsUsed(t *testing.T) {
 	if ips := n.reservedIPs(t); len(ips) != 0 {
 		t.Fatalf("IPs still reserved after stopping the sandbox: %v", ips)
 	}
+}
+
+// cniChainRun is the plugin types of the chain CNI ADD ran for a sandbox's eth0, from the
+// config libcni cached with the result.
+func cniChainRun(t *testing.T, sandboxID string) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(CNICacheDir, "results", "*-"+sandboxID+"-eth0"))
+	if len(files) != 1 {
+		t.Fatalf("cached CNI results for %s: %v, want one", sandboxID, files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cached struct {
+		Config []byte `json:"config"`
+	}
+	var conf struct {
+		Plugins []struct {
+			Type string `json:"type"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &cached); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(cached.Config, &conf); err != nil {
+		t.Fatalf("cached config of %s: %v", sandboxID, err)
+	}
+	var kinds []string
+	for _, p := range conf.Plugins {
+		kinds = append(kinds, p.Type)
+	}
+	return kinds
 }
 
 func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

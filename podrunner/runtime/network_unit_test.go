@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -416,5 +417,57 @@ func TestNamespacesAhead(t *testing.T) {
 		if got := sandboxWithoutProcess(testPodSpec("p", tc.mut), tc.labels); got != want {
 			t.Errorf("sandboxWithoutProcess: %s: %v, want %v", tc.name, got, want)
 		}
+	}
+}
+
+func TestConflistWithoutPortmap(t *testing.T) {
+	def, err := DefaultConflist(DefaultNetwork{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     []string // plugin types left; nil: nothing to drop
+		wantErr  bool
+	}{
+		{name: "default network", in: string(def), want: []string{"bridge"}},
+		{name: "portmap in the middle", in: `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"ptp"},{"type":"portmap","snat":false},{"type":"tuning"}]}`, want: []string{"ptp", "tuning"}},
+		{name: "no portmap", in: `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"ptp"}]}`},
+		{name: "portmap only", in: `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"portmap"}]}`},
+		{name: "single-plugin conf", in: `{"cniVersion":"1.0.0","name":"n","type":"bridge"}`},
+		{name: "not JSON", in: `{"plugins":`, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok, err := ConflistWithoutPortmap([]byte(tc.in))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tc.wantErr)
+			}
+			if ok != (tc.want != nil) {
+				t.Fatalf("ok = %v for %s", ok, tc.in)
+			}
+			if !ok {
+				if b != nil {
+					t.Fatalf("bytes returned with ok false: %s", b)
+				}
+				return
+			}
+			var out, in map[string]any
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatalf("result is not JSON: %v: %s", err, b)
+			}
+			_ = json.Unmarshal([]byte(tc.in), &in)
+			var got []string
+			for _, p := range out["plugins"].([]any) {
+				got = append(got, p.(map[string]any)["type"].(string))
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("plugins %v, want %v", got, tc.want)
+			}
+			for k, v := range in { // every other key kept as it was
+				if k != "plugins" && fmt.Sprint(out[k]) != fmt.Sprint(v) {
+					t.Fatalf("key %s: %v, was %v", k, out[k], v)
+				}
+			}
+		})
 	}
 }
