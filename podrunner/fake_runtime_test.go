@@ -256,6 +256,22 @@ func (f *fakeRuntime) Exit(t *testing.T, id string, code int32) time.Time {
 	return r.FinishedAt
 }
 
+// ExitUnseen makes the running container id exit with code and sends no ExitEvent, as an exit
+// while the runtime's event stream was down.
+func (f *fakeRuntime) ExitUnseen(t *testing.T, id string, code int32) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	if r == nil || r.State != StateRunning {
+		t.Fatalf("ExitUnseen(%s): not a running container: %+v", id, r)
+	}
+	r.State, r.ExitCode, r.FinishedAt = StateExited, code, time.Now()
+}
+
+// StreamBack sends the hint that exits may have been missed (an ExitEvent with no PodUID).
+func (f *fakeRuntime) StreamBack() { f.exits <- ExitEvent{} }
+
 // FailPull makes EnsureImage of ref fail with err (nil: succeed again).
 // FailStart makes StartContainer of container name fail with err, keeping nothing (nil: start again).
 func (f *fakeRuntime) FailStart(name string, err error) {

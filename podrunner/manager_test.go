@@ -437,6 +437,34 @@ func TestManagerRestartAlwaysThenCrashLoopBackOff(t *testing.T) {
 	}
 }
 
+// Exits missed while the event stream was down are acted on when the runtime says the stream is
+// back, for every pod, without waiting for the safety-net relist (an hour here).
+func TestManagerRereadsEveryPodAfterEventGap(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	e.m.Update([]*corev1.Pod{
+		mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main"),
+		mgrPod("uid-b", "b", corev1.RestartPolicyAlways, "main"),
+	})
+	e.run(t)
+	a := e.waitRunning(t, "uid-a", "main", 0)
+	b := e.waitRunning(t, "uid-b", "main", 0)
+
+	e.rt.ExitUnseen(t, a.ID, 1)
+	e.rt.ExitUnseen(t, b.ID, 1)
+	lists := len(e.rt.CallsFor("ListContainers", "uid-a"))
+	time.Sleep(100 * time.Millisecond)
+	if n := len(e.rt.CallsFor("ListContainers", "uid-a")); n != lists {
+		t.Fatalf("pod a relisted %d times with no event (the test's resync is an hour)", n-lists)
+	}
+	if s := e.starts("uid-a", "main"); len(s) != 1 {
+		t.Fatalf("%d starts of a before the stream came back, want 1", len(s))
+	}
+
+	e.rt.StreamBack()
+	e.waitRunning(t, "uid-a", "main", 1)
+	e.waitRunning(t, "uid-b", "main", 1)
+}
+
 func TestManagerBackoffDelaysSecondRestart(t *testing.T) {
 	initial := 200 * time.Millisecond
 	e := newEnv(t, BackoffPolicy{Initial: initial, Max: time.Second, ResetAfter: time.Hour})

@@ -77,8 +77,9 @@ type Runtime interface {
 	// ErrNotFound. Exec output never goes to the container's log.
 	Exec(ctx context.Context, id string, req ExecRequest) (int, error)
 
-	// Exits delivers a hint each time a podkeeper task exits. It is a hint only: receivers re-read
-	// state with ListContainers. The channel is never closed while the runtime lives.
+	// Exits delivers a hint each time a podkeeper task exits, and one with no PodUID after a gap
+	// in which exits may have been missed. It is a hint only: receivers re-read state with
+	// ListContainers. The channel is never closed while the runtime lives.
 	Exits() <-chan ExitEvent
 }
 
@@ -212,9 +213,10 @@ type ContainerRecord struct {
 	PodIPs []string
 }
 
-// ExitEvent is a hint that a task of a pod exited.
+// ExitEvent is a hint that a task of a pod exited. One with an empty PodUID says that exits may
+// have been missed (the event stream broke and is back): every pod is to be re-read.
 type ExitEvent struct {
-	PodUID      string
+	PodUID      string // empty: any pod
 	ContainerID string
 	ExitCode    uint32
 	ExitedAt    time.Time

@@ -59,6 +59,7 @@ func runCommand() *cli.Command {
 
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "strict-permissions", Usage: "refuse manifests a non-root user or group can write (default: warn loudly)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "sync-frequency", Value: podrunner.DefaultResync, Usage: "how often each pod's containers are re-read from containerd beside its exit events (the kubelet's syncFrequency)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-parallel-starts", Value: 0, Usage: "sandbox creations and container starts in flight at once, the rest wait their turn (0: 4 per CPU, at least 8; -1: no bound)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
@@ -144,6 +145,11 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	slog.SetDefault(log)
+	for _, f := range []string{"resync", "sync-frequency"} {
+		if d := c.Duration(f); d <= 0 {
+			return fmt.Errorf("--%s must be positive, not %s", f, d)
+		}
+	}
 	pause, err := findPause(c.String("pause-binary"))
 	if err != nil {
 		return err
@@ -237,7 +243,7 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	backend.setNode(capacity, allocatable)
-	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log,
+	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
 		EvictionState: filepath.Join(root, "evictions.json")}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable

@@ -221,11 +221,23 @@ func (r *Runtime) ctx(ctx context.Context) context.Context {
 func (r *Runtime) Exits() <-chan podrunner.ExitEvent { return r.exits }
 
 // watchExits turns containerd's /tasks/exit events into ExitEvents, resubscribing when the stream
-// breaks (containerd restarted). The pod workers' periodic relist covers any gap.
+// breaks (containerd restarted). Once containerd serves again and the new subscription is made, an
+// ExitEvent with no PodUID has every pod re-read, for the exits of the gap.
 func (r *Runtime) watchExits(ctx context.Context) {
-	for ctx.Err() == nil {
+	for gap := false; ctx.Err() == nil; gap = true {
+		if gap && !r.waitServing(ctx) {
+			return
+		}
 		sub, cancel := context.WithCancel(ctx)
 		evc, errc := r.client.Subscribe(sub, `topic=="/tasks/exit",namespace==`+r.cfg.Namespace, `topic=="/tasks/oom",namespace==`+r.cfg.Namespace)
+		if gap {
+			select {
+			case r.exits <- podrunner.ExitEvent{}:
+			case <-ctx.Done():
+				cancel()
+				return
+			}
+		}
 	loop:
 		for {
 			select {
@@ -272,6 +284,23 @@ func (r *Runtime) watchExits(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitServing waits, checking every second, until containerd answers; false: ctx ended first.
+func (r *Runtime) waitServing(ctx context.Context) bool {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, _ := r.client.IsServing(cctx)
+		cancel()
+		if ok {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
 		case <-time.After(time.Second):
 		}
 	}

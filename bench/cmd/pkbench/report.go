@@ -267,7 +267,7 @@ func (r *results) markdown() string {
 
 	w("\n## Setup notes\n\n")
 	w("- Pod network: podkeeper, the kubelet and podman put every pod on the same CNI plugin chain, podkeeper's default network " +
-		"(bridge with host-local IPAM and hairpin, then portmap; outbound NAT by one masquerade rule for the subnet, which podkeeper's agent keeps for its network and pkbench for the peers', instead of the bridge plugin's ipMasq chain per pod), each on a bridge and /16 subnet of its own from a private config dir " +
+		"(bridge with host-local IPAM and hairpin, then portmap; podkeeper runs portmap only for a pod with a hostPort and brings lo up itself, where the CRI runs the whole chain and CNI's loopback plugin for every pod; outbound NAT by one masquerade rule for the subnet, which podkeeper's agent keeps for its network and pkbench for the peers', instead of the bridge plugin's ipMasq chain per pod), each on a bridge and /16 subnet of its own from a private config dir " +
 		"(never /etc/cni/net.d). The floor's containers get a new network namespace with loopback only (no CNI): the pod network's cost is part of what the ratios to the floor show.\n")
 	for _, p := range r.peers {
 		w("- **%s**: not measured in this run — %s\n", p.name, p.reason)
@@ -318,8 +318,9 @@ const analysis = `### Why a target is missed, and what would reach it
 
 - **Single-pod start vs the floor (target 1.15x).** A pod is its container's create+start (the
   floor's whole figure) plus its sandbox: the network, UTS and IPC namespaces made and pinned
-  (unshare and bind mounts), the pod network (CNI ADD of bridge, host-local, portmap and
-  loopback: four plugin execs), and the sandbox's containerd record; around them the directory
+  (unshare and bind mounts, lo brought up), the pod network (CNI ADD: the bridge plugin and its
+  host-local IPAM, plus portmap for a pod with a hostPort), and the sandbox's containerd record;
+  around them the directory
   source's settling (a manifest renamed into place is acted on after 5 ms of quiet, any other
   write after 200 ms, so that an editor's save sequence is one change), bookkeeping round trips
   to containerd (image lookup, labels) and the local API poll. What went in, each measured A/B
@@ -341,7 +342,12 @@ const analysis = `### Why a target is missed, and what would reach it
   process. The sandbox is now ready once CNI ADD is done (debug line "sandbox ready (no
   process)": network 16-37 ms), and the container's own create+start is the rest: 20 starts,
   twice each, --always-pause against the default in one session: 126/112 -> 104/92 ms p50,
-  2.05/1.88x -> 1.63/1.51x the floor. What is left above the floor: the pod network's CNI ADD
+  2.05/1.88x -> 1.63/1.51x the floor. Then two plugin processes per pod went (2026-12-05): the
+  CNI loopback plugin (podkeeper brings lo up when it pins the network namespace) and, for a pod
+  without a hostPort, the portmap plugin (which does nothing for it). go-cni alone, 30 ADD+DEL
+  pairs each: plugin CPU per pod 139-176 -> 77-90 ms, ADD p50 53-66 -> 32-36 ms. pkbench A/B on
+  a much slower machine that day (floor ~190-220 ms), old build and new one after the other,
+  twice, 20 starts each: 1.50/1.58x -> 1.45/1.31x the floor. What is left above the floor: the pod network's CNI ADD
   and pins, which share the 2 cores with the container's create (the image check before an
   early create took 9-20 ms beside them, 3 ms alone), the settle and the status round trip. The
   floor's 1.15x would need the pod network made ahead of the pod (a pool of pre-made network
@@ -349,11 +355,14 @@ const analysis = `### Why a target is missed, and what would reach it
   network + container work, with a pause process.
 - **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
   2 cores are the limit for everyone; besides the floor's create+start per pod, podkeeper pins
-  three namespaces, makes a sandbox record and runs a CNI ADD per pod (bridge, host-local,
-  portmap: several plugin execs and iptables calls each, which the floor does not do at all).
+  three namespaces, makes a sandbox record and runs a CNI ADD per pod (bridge and host-local,
+  plugin execs and netlink work the floor does not do at all).
   Without the pause process (2026-12-04 evening; A/B in one session, --always-pause against the
   default) 110 pods went from 9.52 s (2.27x) to 8.01 s (1.97x), their teardown from 8.26 to
-  5.87 s. At most --max-parallel-starts (8 here) sandbox creations and container starts run at
+  5.87 s. Without the CNI loopback plugin and, for pods without a hostPort, the portmap
+  plugin (2026-12-05; two plugin processes fewer per pod at ADD and at DEL), A/B in one session
+  on that day's slow machine (floor 21-25 s for 110): 32.7/32.3 s (1.54/1.48x) -> 30.4/28.3 s
+  (1.36/1.15x); teardown 29.0/27.7 -> 27.9/24.1 s. At most --max-parallel-starts (8 here) sandbox creations and container starts run at
   once: against no bound, that measured faster (110 pods 9.0-9.6 s vs 10.7 s) and left the agent
   20 OS threads instead of ~80. A container created ahead of its sandbox hands its slot on once
   its create is done, while it waits for the sandbox. Each worker's observation asks only for
@@ -426,12 +435,19 @@ const analysis = `### Why a target is missed, and what would reach it
   machine. Run alone on the machine of the 2026-12-03 morning runs (a faster one: floor 55-62 ms
   for one container), the same 110 probed pods were all Ready 8.7-9.8 s after the manifests were
   written, 0.5-1 s after all were Running.
-- **Idle CPU (target 1% of a core).** Each pod worker relists its pod every 30 s (the safety
-  net beside the exit events), asking only the pod's own shim; the memory trim adds one GC a
-  minute. What remains in the shims' column is their own idle cost plus one state call per
-  container per 30 s. The figure moves with the machine: 0.30% and 0.75% in two full runs on a
-  quiet machine (2026-12-03 morning), 1.15% in the loaded evening run, 0.88% in the night run (the
-  first with the quiet wait), 0.10-0.50% over 10 s in quick runs.
+- **Idle CPU (target 1% of a core).** At idle the agent only relists each pod now and then
+  (the safety net beside the exit events: a filtered container list in containerd and a state
+  call per container), re-lists the manifest directory every 20 s and trims its memory once a
+  minute. A CPU profile at 110 idle pods (2026-12-06) put the relists at about a third of the
+  agent's idle CPU, and they were most of its containerd's: stopping the agent for 60 s took that
+  containerd from 91 to 7 ticks. So the relist went from every 30 s to the kubelet's
+  syncFrequency, 1 minute (--sync-frequency), once a reconnect to containerd re-reads every
+  pod at once (docs/reliability.md, bug 6). A/B in one session, 110 pods, two rounds of 120 s
+  each: agent 0.53% / 0.51% of a core at 30 s, 0.39% / 0.39% at 1 minute; its containerd 1.88% /
+  1.71% and 0.95% / 1.17%. The tables above predate that change (the 2026-12-05 evening run, a
+  slow machine: the agent 1.28%, its containerd 2.93%). The figure moves with the machine: 0.30%
+  and 0.75% in two full runs on a quiet machine (2026-12-03 morning), 0.55% on 2026-12-05
+  morning, 1.28% that evening.
 `
 
 // probesSection is section 6: the footprint with every pod probed, podkeeper beside the kubelet.
@@ -463,8 +479,8 @@ func (r *results) probesSection(w func(string, ...any)) {
 		w("\n")
 	}
 	row("manifests written -> all Ready", func(p probeResult) string { return ms(p.ready) })
-	row(fmt.Sprintf("container running -> first readiness probe (%d pods at once)", o.liveKills), func(p probeResult) string { return p.firstReady.summary(false) })
-	row(fmt.Sprintf("container running -> first liveness probe (%d pods at once)", o.liveKills), func(p probeResult) string { return p.firstLive.summary(false) })
+	row(fmt.Sprintf("container's first command -> first readiness probe (%d pods at once; negative: the probe came first)", o.liveKills), func(p probeResult) string { return p.firstReady.summary(false) })
+	row(fmt.Sprintf("container's first command -> first liveness probe (%d pods at once; negative: the probe came first)", o.liveKills), func(p probeResult) string { return p.firstLive.summary(false) })
 	row("agent RSS / Pss", func(p probeResult) string { return fmt.Sprintf("%s / %s", mib(p.agent.RSS), mib(p.agent.PSS)) })
 	row(fmt.Sprintf("CPU over %v: agent (%% of a core)", o.window), func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.agent*100) })
 	row("CPU: shims (all)", func(p probeResult) string { return fmt.Sprintf("%.2f%%", p.cpu.shims*100) })

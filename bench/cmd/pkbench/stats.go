@@ -41,12 +41,20 @@ func (s sample) summary(withP99 bool) string {
 		return "n/a"
 	}
 	if withP99 {
-		return fmt.Sprintf("%s / %s (%s-%s, n=%d)", ms(s.median()), ms(s.pct(99)), ms(s.min()), ms(s.max()), len(s))
+		return fmt.Sprintf("%s / %s (%s, n=%d)", ms(s.median()), ms(s.pct(99)), s.span(), len(s))
 	}
 	if len(s) == 1 {
 		return ms(s[0])
 	}
-	return fmt.Sprintf("%s (%s-%s, n=%d)", ms(s.median()), ms(s.min()), ms(s.max()), len(s))
+	return fmt.Sprintf("%s (%s, n=%d)", ms(s.median()), s.span(), len(s))
+}
+
+// span is "min-max", or "min to max" when min is negative ("-172 ms to -3 ms").
+func (s sample) span() string {
+	if s.min() < 0 {
+		return ms(s.min()) + " to " + ms(s.max())
+	}
+	return ms(s.min()) + "-" + ms(s.max())
 }
 
 func ms(d time.Duration) string {

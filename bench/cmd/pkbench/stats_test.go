@@ -25,3 +25,19 @@ func TestPercentiles(t *testing.T) {
 		t.Errorf("single p99 = %v", got)
 	}
 }
+
+func TestSummarySpan(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		s    sample
+		want string
+	}{
+		{sample{3 * ms, 1 * ms, 2 * ms}, "2 ms (1 ms-3 ms, n=3)"},
+		{sample{-172 * ms, -53 * ms, -3 * ms}, "-53 ms (-172 ms to -3 ms, n=3)"},
+		{sample{-5 * ms, 7 * ms, 1 * ms}, "1 ms (-5 ms to 7 ms, n=3)"},
+	} {
+		if got := tc.s.summary(false); got != tc.want {
+			t.Errorf("summary(%v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
