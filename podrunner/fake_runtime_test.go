@@ -165,10 +165,12 @@ func (f *fakeRuntime) StopContainer(ctx context.Context, id string, grace time.D
 
 // exitLocked makes a running container exit with code and sends the exit hint.
 func (f *fakeRuntime) exitLocked(r *ContainerRecord, code int32) {
-	r.State = StateExited
-	r.ExitCode = code
-	r.FinishedAt = time.Now()
+	markExited(r, code)
 	f.exits <- ExitEvent{PodUID: r.PodUID, ContainerID: r.ID, ExitCode: uint32(code), ExitedAt: r.FinishedAt}
+}
+
+func markExited(r *ContainerRecord, code int32) {
+	r.State, r.ExitCode, r.FinishedAt = StateExited, code, time.Now()
 }
 
 func (f *fakeRuntime) RecordExit(_ context.Context, id string) (ContainerRecord, error) {
@@ -246,27 +248,28 @@ func (f *fakeRuntime) Seed(r ContainerRecord) {
 // Exit makes the running container id exit with code (and sends an ExitEvent).
 func (f *fakeRuntime) Exit(t *testing.T, id string, code int32) time.Time {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.recs[id]
-	if r == nil || r.State != StateRunning {
-		t.Fatalf("Exit(%s): not a running container: %+v", id, r)
-	}
-	f.exitLocked(r, code)
-	return r.FinishedAt
+	return f.exit(t, "Exit", id, func(r *ContainerRecord) { f.exitLocked(r, code) })
 }
 
 // ExitUnseen makes the running container id exit with code and sends no ExitEvent, as an exit
 // while the runtime's event stream was down.
 func (f *fakeRuntime) ExitUnseen(t *testing.T, id string, code int32) {
 	t.Helper()
+	f.exit(t, "ExitUnseen", id, func(r *ContainerRecord) { markExited(r, code) })
+}
+
+// exit applies do to the running container id (failing the test if there is none) and returns
+// its FinishedAt.
+func (f *fakeRuntime) exit(t *testing.T, op, id string, do func(*ContainerRecord)) time.Time {
+	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[id]
 	if r == nil || r.State != StateRunning {
-		t.Fatalf("ExitUnseen(%s): not a running container: %+v", id, r)
+		t.Fatalf("%s(%s): not a running container: %+v", op, id, r)
 	}
-	r.State, r.ExitCode, r.FinishedAt = StateExited, code, time.Now()
+	do(r)
+	return r.FinishedAt
 }
 
 // StreamBack sends the hint that exits may have been missed (an ExitEvent with no PodUID).
