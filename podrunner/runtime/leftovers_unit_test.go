@@ -34,6 +34,8 @@ func TestInterruptedCreate(t *testing.T) {
 		{"failed to start shim: mkdir /run/containerd/io.containerd.runtime.v2.task/podkeeper/x.c.0: file exists", true},
 		{"failed to create shim task: OCI runtime create failed: runc create failed: container with given ID already exists: unknown", true},
 		{"failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"nosuch\": executable file not found in $PATH: unknown", false},
+		{"failed to start shim: start failed: io.containerd.runc.v2: getwd: no such file or directory: exit status 1", true},
+		{"failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: chdir to cwd (\"/nosuch\") set in config.json failed: no such file or directory: unknown", false},
 		{"mkdir /var/lib/podkeeper/x: file exists", false},
 	} {
 		if got := interruptedCreate(errors.New(tc.msg)); got != tc.want {

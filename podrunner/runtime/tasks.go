@@ -48,13 +48,19 @@ func (r *Runtime) tasksFor(ctx context.Context, podUID string, cs []containers.C
 
 // interruptedCreate reports whether a task create failed because containerd still holds the
 // state of an earlier create of the same container ID (its bundle directory exists, or the task
-// does): what an agent killed during a task create leaves while containerd finishes that create.
+// does, or that create's clean-up removed the new bundle): what an agent killed during a task
+// create leaves while containerd finishes that create.
 func interruptedCreate(err error) bool {
 	if errdefs.IsAlreadyExists(errgrpc.ToNative(err)) {
 		return true
 	}
 	msg := err.Error() // "failed to start shim: mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists"
 	if strings.Contains(msg, "io.containerd.runtime.v2.task") && strings.Contains(msg, "file exists") {
+		return true
+	}
+	// The shim found its working directory, the new bundle, gone: the earlier create's clean-up
+	// removed the bundle of the same ID after this create had made it again.
+	if strings.Contains(msg, "failed to start shim") && strings.Contains(msg, "getwd: no such file or directory") {
 		return true
 	}
 	// runc's state of the ID exists: the shim finished the earlier create after containerd had
