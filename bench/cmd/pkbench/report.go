@@ -356,7 +356,9 @@ const analysis = `### Why a target is missed, and what would reach it
 - **Many pods at once (target 1.3x).** containerd (its metadata store serialises writes) and the
   2 cores are the limit for everyone; besides the floor's create+start per pod, podkeeper pins
   three namespaces, makes a sandbox record and runs a CNI ADD per pod (bridge and host-local,
-  plugin execs and netlink work the floor does not do at all).
+  plugin execs and netlink work the floor does not do at all). The ratio moves between runs on
+  this machine by more than the target's margin: 1.38x on 2026-12-05 evening (24.5 s, floor
+  17.7 s), 1.04x on 2026-12-06 night (23.3 s, floor 22.4 s), with the same start path.
   Without the pause process (2026-12-04 evening; A/B in one session, --always-pause against the
   default) 110 pods went from 9.52 s (2.27x) to 8.01 s (1.97x), their teardown from 8.26 to
   5.87 s. Without the CNI loopback plugin and, for pods without a hostPort, the portmap
@@ -444,10 +446,11 @@ const analysis = `### Why a target is missed, and what would reach it
   syncFrequency, 1 minute (--sync-frequency), once a reconnect to containerd re-reads every
   pod at once (docs/reliability.md, bug 6). A/B in one session, 110 pods, two rounds of 120 s
   each: agent 0.53% / 0.51% of a core at 30 s, 0.39% / 0.39% at 1 minute; its containerd 1.88% /
-  1.71% and 0.95% / 1.17%. The tables above predate that change (the 2026-12-05 evening run, a
-  slow machine: the agent 1.28%, its containerd 2.93%). The figure moves with the machine: 0.30%
-  and 0.75% in two full runs on a quiet machine (2026-12-03 morning), 0.55% on 2026-12-05
-  morning, 1.28% that evening.
+  1.71% and 0.95% / 1.17%. The first full run with it (2026-12-06 night, a machine as slow as
+  that of 2026-12-05 evening: the floor's single start 169 ms against 168 ms) measured the agent
+  at 0.68% and its containerd at 1.47%, against 1.28% and 2.93% in the run of 2026-12-05
+  evening. The figure moves with the machine: 0.30% and 0.75% in two full runs on a quiet
+  machine (2026-12-03 morning), 0.55% on 2026-12-05 morning.
 `
 
 // probesSection is section 6: the footprint with every pod probed, podkeeper beside the kubelet.
