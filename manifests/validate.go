@@ -475,6 +475,41 @@ func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string]) f
 		if m.SubPath != "" && m.SubPathExpr != "" {
 			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
 		}
+		errs = append(errs, validatePropagation(c, m, mp)...)
+	}
+	return errs
+}
+
+var (
+	supportedPropagations = []corev1.MountPropagationMode{corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone}
+	supportedRRO          = []corev1.RecursiveReadOnlyMode{corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyEnabled}
+)
+
+// validatePropagation checks a mount's mountPropagation and recursiveReadOnly as the API
+// server does: Bidirectional only for privileged containers; a recursive read-only mount only
+// when readOnly is true and the propagation is None.
+func validatePropagation(c *corev1.Container, m corev1.VolumeMount, mp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if prop := m.MountPropagation; prop != nil {
+		if !slices.Contains(supportedPropagations, *prop) {
+			errs = append(errs, field.NotSupported(mp.Child("mountPropagation"), *prop, supportedPropagations))
+		}
+		privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+		if *prop == corev1.MountPropagationBidirectional && !privileged {
+			errs = append(errs, field.Forbidden(mp.Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
+		}
+	}
+	if rro := m.RecursiveReadOnly; rro != nil && *rro != corev1.RecursiveReadOnlyDisabled {
+		rp := mp.Child("recursiveReadOnly")
+		if !slices.Contains(supportedRRO, *rro) {
+			return append(errs, field.NotSupported(rp, *rro, supportedRRO))
+		}
+		if !m.ReadOnly {
+			errs = append(errs, field.Forbidden(rp, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+			errs = append(errs, field.Forbidden(rp, "may only be specified when mountPropagation is None or not specified"))
+		}
 	}
 	return errs
 }

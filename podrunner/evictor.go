@@ -243,7 +243,7 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 	}
 	out := pod.DeepCopy()
 	plan := Plan{Phase: corev1.PodFailed, Waiting: map[string]Waiting{}}
-	out.Status = BuildStatus(StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP, Now: time.Now(), Probes: w.probeStatus})
+	out.Status = BuildStatus(StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly})
 	out.Status.Phase, out.Status.Reason, out.Status.Message = corev1.PodFailed, "Evicted", msg
 	for i := range out.Status.Conditions {
 		if out.Status.Conditions[i].Type == corev1.PodReady || out.Status.Conditions[i].Type == corev1.ContainersReady {

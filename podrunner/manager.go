@@ -49,6 +49,9 @@ type Config struct {
 	// EvictionState is the file evicted pods are remembered in across restarts (evictstate.go);
 	// empty: not remembered.
 	EvictionState string
+	// RecursiveReadOnly says the runtime makes recursively read-only mounts; the status reports
+	// recursiveReadOnly IfPossible mounts as Enabled then (the runtime decides the mounts).
+	RecursiveReadOnly bool
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.

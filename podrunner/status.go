@@ -21,6 +21,9 @@ type StatusInput struct {
 	// Probes says whether running containers have started and are ready (nil: running means
 	// started and ready).
 	Probes ProbeStatus
+	// RecursiveReadOnly says the runtime makes recursively read-only mounts (it resolves
+	// recursiveReadOnly IfPossible in the containers' volumeMounts status).
+	RecursiveReadOnly bool
 }
 
 // BuildStatus computes a pod's status the way the kubelet reports it. Pure.
@@ -53,14 +56,14 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		cs := containerStatus(pod, c, v, in.Plan, in.Probes)
+		cs := containerStatus(pod, c, v, in)
 		if !IsSidecar(&c) {
 			completedInit(&cs)
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(pod, c, v, in.Plan, in.Probes))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(pod, c, v, in))
 	}
 
 	capTerminationMessages(pod, &st)
@@ -68,9 +71,11 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	return st
 }
 
-func containerStatus(pod *corev1.Pod, c corev1.Container, v PodView, plan Plan, probe ProbeStatus) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c corev1.Container, v PodView, in StatusInput) corev1.ContainerStatus {
+	plan, probe := in.Plan, in.Probes
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	cs.AllocatedResources, cs.Resources = containerStatusResources(&c)
+	cs.VolumeMounts = volumeMountStatuses(&c, in.RecursiveReadOnly)
 	latest, ok := v.Latest(c.Name)
 	if ok {
 		cs.RestartCount = int32(latest.Attempt)

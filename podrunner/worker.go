@@ -686,7 +686,7 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 	out := pod.DeepCopy()
 	out.Status = BuildStatus(StatusInput{
 		Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
-		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus,
+		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly,
 	})
 	if terminating {
 		t := metav1.Now()

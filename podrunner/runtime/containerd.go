@@ -94,6 +94,8 @@ type Runtime struct {
 	// collectLogs: this runtime is the agent's and collects running tasks' output (re-attaching
 	// after a restart). Short-lived CLI runtimes (Dial) never touch the FIFOs.
 	collectLogs bool
+	// rro: runc and the kernel make recursively read-only mounts (detectRecursiveReadOnly).
+	rro bool
 }
 
 // taskIO is a live task together with the writer its output goes to.
@@ -114,6 +116,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.collectLogs = true
+	r.rro = detectRecursiveReadOnly(ctx, r.log)
 	if err := r.prepareSandboxRootfs(); err != nil {
 		r.client.Close()
 		return nil, err
@@ -765,7 +768,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	vols, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config)
+	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro)
 	if err != nil {
 		return nil, err
 	}
@@ -776,6 +779,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithProcessCwd(cwd),
 		withEnv(MergeEnv(cfg.Env, env)),
 		oci.WithMounts(append(podFiles, vols...)),
+		withRootfsPropagation(rootfsPropagation),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
 	}
 	opts = append(opts, r.hostnameOpts(pod)...)

@@ -1,10 +1,16 @@
 package runtime
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -170,35 +176,155 @@ func PodHostname(pod *corev1.Pod) string {
 
 // volumeMounts turns a container's volumeMounts into OCI mounts, preparing each volume on the
 // host (volumes.go). configMap, secret, downwardAPI and projected volumes are always read-only.
-func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup) ([]specs.Mount, error) {
+// rroSupported says the runtime makes recursively read-only mounts (recursiveReadOnly). It also
+// returns the rootfs propagation the mounts need (bindOptions; empty: the default, private).
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool) ([]specs.Mount, string, error) {
 	vols := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	var out []specs.Mount
+	rootfs := ""
 	for _, vm := range c.VolumeMounts {
 		v, ok := vols[vm.Name]
 		if !ok {
-			return nil, fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
+			return nil, "", fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
 		}
 		src, ro, err := prepareVolume(root, pod, v, lookup, hostAllocatable())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if vm.SubPath != "" {
 			if src, err = subPathSource(src, vm.SubPath); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+				return nil, "", fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 		}
-		opts := []string{"rbind", "rprivate"}
-		if vm.ReadOnly || ro {
-			opts = append(opts, "ro")
-		} else {
-			opts = append(opts, "rw")
+		rro, err := podrunner.RecursiveReadOnly(vm, rroSupported)
+		if err != nil {
+			return nil, "", err
+		}
+		opts, need := bindOptions(vm, vm.ReadOnly || ro, rro)
+		if need != "" {
+			if err := checkSourcePropagation(src, need); err != nil {
+				return nil, "", fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+		}
+		if need == "rshared" || (need == "rslave" && rootfs == "") {
+			rootfs = need
 		}
 		out = append(out, specs.Mount{Destination: vm.MountPath, Type: "bind", Source: src, Options: opts})
 	}
-	return out, nil
+	return out, rootfs, nil
+}
+
+// bindOptions are the OCI options of a volume's bind mount, as containerd's CRI makes them:
+// the mount's propagation (mountPropagation None: rprivate; HostToContainer: rslave;
+// Bidirectional: rshared), ro or rw, and rro (recursively read-only) when asked for and
+// possible. propagation is what the container's root must be for it ("rslave", "rshared"; the
+// host's mount of the source must match: checkSourcePropagation), empty for a private mount.
+// Pure.
+func bindOptions(vm corev1.VolumeMount, readOnly, rro bool) (opts []string, propagation string) {
+	prop := "rprivate"
+	if vm.MountPropagation != nil {
+		switch *vm.MountPropagation {
+		case corev1.MountPropagationHostToContainer:
+			prop, propagation = "rslave", "rslave"
+		case corev1.MountPropagationBidirectional:
+			prop, propagation = "rshared", "rshared"
+		}
+	}
+	opts = []string{"rbind", prop, "rw"}
+	if readOnly {
+		opts[2] = "ro"
+		if rro {
+			opts = append(opts, "rro")
+		}
+	}
+	return opts, propagation
+}
+
+// withRootfsPropagation sets the container root's propagation (empty: left as it is).
+func withRootfsPropagation(p string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if p != "" {
+			if s.Linux == nil {
+				s.Linux = &specs.Linux{}
+			}
+			s.Linux.RootfsPropagation = p
+		}
+		return nil
+	}
+}
+
+// checkSourcePropagation refuses a propagating mount whose source the host mounts privately,
+// as containerd's CRI does: for rshared (Bidirectional) the host mount holding src must be
+// shared, for rslave (HostToContainer) shared or a slave; otherwise the mount would silently
+// propagate nothing.
+func checkSourcePropagation(src, need string) error {
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return fmt.Errorf("mount propagation: %w", err)
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("mount propagation: %w", err)
+	}
+	defer f.Close()
+	mountPoint, optional, err := mountOf(f, real)
+	if err != nil {
+		return fmt.Errorf("mount propagation: %w", err)
+	}
+	return propagationAllowed(real, mountPoint, optional, need)
+}
+
+// mountOf finds the mount holding path in a mountinfo listing: the longest mount point that is
+// path or one of its parents (the last one listed wins a tie: it is mounted over the others),
+// with its optional fields (shared:N, master:N...).
+func mountOf(r io.Reader, path string) (mountPoint string, optional []string, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	found := false
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 7 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if !(mp == "/" || mp == path || strings.HasPrefix(path, mp+"/")) || len(mp) < len(mountPoint) {
+			continue
+		}
+		var opt []string
+		for _, f := range fields[6:] {
+			if f == "-" {
+				break
+			}
+			opt = append(opt, f)
+		}
+		mountPoint, optional, found = mp, opt, true
+	}
+	if err := sc.Err(); err != nil {
+		return "", nil, err
+	}
+	if !found {
+		return "", nil, fmt.Errorf("no mount holds %s", path)
+	}
+	return mountPoint, optional, nil
+}
+
+// propagationAllowed is checkSourcePropagation's decision on the mount found. Pure.
+func propagationAllowed(path, mountPoint string, optional []string, need string) error {
+	shared, slave := false, false
+	for _, o := range optional {
+		shared = shared || strings.HasPrefix(o, "shared:")
+		slave = slave || strings.HasPrefix(o, "master:")
+	}
+	switch {
+	case need == "rshared" && !shared:
+		return fmt.Errorf("path %q is mounted on %q but it is not a shared mount (Bidirectional propagation needs one: mount --make-rshared %s)", path, mountPoint, mountPoint)
+	case need == "rslave" && !shared && !slave:
+		return fmt.Errorf("path %q is mounted on %q but it is not a shared or slave mount (HostToContainer propagation needs one: mount --make-rshared %s)", path, mountPoint, mountPoint)
+	}
+	return nil
 }
 
 // prepareHostPath applies the hostPath type checks (and creations) the kubelet does.

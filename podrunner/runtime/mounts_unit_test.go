@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestBindOptions(t *testing.T) {
+	prop := func(m corev1.MountPropagationMode) *corev1.MountPropagationMode { return &m }
+	cases := []struct {
+		name         string
+		vm           corev1.VolumeMount
+		readOnly     bool
+		rro          bool
+		want         []string
+		wantPropagat string
+	}{
+		{"default: private, writable", corev1.VolumeMount{}, false, false, []string{"rbind", "rprivate", "rw"}, ""},
+		{"None is private", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationNone)}, false, false, []string{"rbind", "rprivate", "rw"}, ""},
+		{"read-only", corev1.VolumeMount{}, true, false, []string{"rbind", "rprivate", "ro"}, ""},
+		{"recursively read-only", corev1.VolumeMount{}, true, true, []string{"rbind", "rprivate", "ro", "rro"}, ""},
+		{"rro never on a writable mount", corev1.VolumeMount{}, false, true, []string{"rbind", "rprivate", "rw"}, ""},
+		{"HostToContainer: rslave", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationHostToContainer)}, false, false, []string{"rbind", "rslave", "rw"}, "rslave"},
+		{"Bidirectional: rshared", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationBidirectional)}, false, false, []string{"rbind", "rshared", "rw"}, "rshared"},
+		{"HostToContainer read-only", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationHostToContainer)}, true, false, []string{"rbind", "rslave", "ro"}, "rslave"},
+	}
+	for _, tc := range cases {
+		got, p := bindOptions(tc.vm, tc.readOnly, tc.rro)
+		if !reflect.DeepEqual(got, tc.want) || p != tc.wantPropagat {
+			t.Errorf("%s: got %q %q, want %q %q", tc.name, got, p, tc.want, tc.wantPropagat)
+		}
+	}
+}
+
+const sampleMountinfo = `26 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+30 26 0:40 / /srv/shared rw,relatime shared:12 - tmpfs tmpfs rw
+31 30 0:41 / /srv/shared/slave rw,relatime master:12 - tmpfs tmpfs rw
+32 26 0:42 / /srv/with\040space rw shared:13 master:7 - tmpfs tmpfs rw
+33 26 0:43 / /srv/over rw - tmpfs tmpfs rw
+34 26 0:44 / /srv/over rw shared:20 - tmpfs tmpfs rw
+`
+
+func TestMountOf(t *testing.T) {
+	cases := []struct {
+		path, wantMount string
+		wantOpt         []string
+	}{
+		{"/var/lib/x", "/", nil},
+		{"/srv/shared", "/srv/shared", []string{"shared:12"}},
+		{"/srv/shared/a/b", "/srv/shared", []string{"shared:12"}},
+		{"/srv/shared/slave/x", "/srv/shared/slave", []string{"master:12"}},
+		{"/srv/sharedish", "/", nil}, // a prefix of the name is not a parent
+		{"/srv/with space/d", "/srv/with space", []string{"shared:13", "master:7"}},
+		{"/srv/over/d", "/srv/over", []string{"shared:20"}}, // the mount on top wins
+	}
+	for _, tc := range cases {
+		mp, opt, err := mountOf(strings.NewReader(sampleMountinfo), tc.path)
+		if err != nil || mp != tc.wantMount || !reflect.DeepEqual(opt, tc.wantOpt) {
+			t.Errorf("%s: got %q %q %v, want %q %q", tc.path, mp, opt, err, tc.wantMount, tc.wantOpt)
+		}
+	}
+}
+
+func TestPropagationAllowed(t *testing.T) {
+	cases := []struct {
+		optional []string
+		need     string
+		wantErr  string
+	}{
+		{nil, "rslave", "not a shared or slave mount"},
+		{nil, "rshared", "not a shared mount"},
+		{[]string{"shared:1"}, "rslave", ""},
+		{[]string{"master:1"}, "rslave", ""},
+		{[]string{"shared:1"}, "rshared", ""},
+		{[]string{"master:1"}, "rshared", "not a shared mount"},
+		{[]string{"shared:2", "master:1"}, "rshared", ""},
+	}
+	for _, tc := range cases {
+		err := propagationAllowed("/p", "/m", tc.optional, tc.need)
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v %s: got %v, want %q", tc.optional, tc.need, err, tc.wantErr)
+		}
+	}
+}
+
+func TestRROSupported(t *testing.T) {
+	with := []byte(`{"ociVersionMin":"1.0.0","mountOptions":["bind","rbind","ro","rro"]}`)
+	without := []byte(`{"mountOptions":["bind","rbind","ro"]}`)
+	cases := []struct {
+		features []byte
+		kernel   string
+		want     bool
+	}{
+		{with, "6.18.44-fc-v1294", true},
+		{with, "5.12.0", true},
+		{with, "5.12-rc1", true},
+		{with, "5.11.22", false}, // no mount_setattr
+		{with, "4.19.0-25-amd64", false},
+		{without, "6.1.0", false}, // runc before 1.1
+		{[]byte("not json"), "6.1.0", false},
+		{with, "weird", false},
+	}
+	for _, tc := range cases {
+		if got := rroSupported(tc.features, tc.kernel); got != tc.want {
+			t.Errorf("%s %s: got %v, want %v", tc.features, tc.kernel, got, tc.want)
+		}
+	}
+}
