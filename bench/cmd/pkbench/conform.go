@@ -47,6 +47,54 @@ var scenarios = []scenario{
 	{"oomkilled", "a 24Mi memory limit and a shell that allocates more, under Never", podDoc("cf-oom", "Never", "", sh("c", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"))},
 	{"init-resources", "an init container asking more than the app (pod requests = the init's)", podDoc("cf-initres", "Always", "  initContainers:\n"+sh("init", "exit 0")+resources("300m", "48Mi", "", ""), sh("c", sleeper)+resources("100m", "16Mi", "", "32Mi"))},
 	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
+	{"startup-probe", "an exec startup probe that passes after about 3 s", podDoc("cf-startup", "Always", "", sh("c", "sleep 3; touch /tmp/started; "+sleeper)+
+		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/tmp/started\"]\n      periodSeconds: 1\n      failureThreshold: 30\n")},
+	{"http-ready", "busybox httpd in the pod network, an httpGet readiness probe of / by a named port", podDoc("cf-http", "Always", "", sh("c", webServer)+
+		"    ports:\n    - name: web\n      containerPort: 8080\n"+netProbe("readinessProbe", "httpGet:\n        path: /\n        port: web"))},
+	{"http-404", "the same httpd, an httpGet readiness probe of a path it does not have (404)", podDoc("cf-http404", "Always", "", sh("c", webServer)+
+		netProbe("readinessProbe", "httpGet:\n        path: /missing\n        port: 8080"))},
+	{"tcp-ready", "the same httpd, a tcpSocket readiness probe of its port", podDoc("cf-tcp", "Always", "", sh("c", webServer)+
+		netProbe("readinessProbe", "tcpSocket:\n        port: 8080"))},
+	{"tcp-refused", "the same httpd, a tcpSocket readiness probe of a port nothing listens on", podDoc("cf-tcprefused", "Always", "", sh("c", webServer)+
+		netProbe("readinessProbe", "tcpSocket:\n        port: 8081"))},
+	{"grpc-serving", "a gRPC health server (pkbench's, from a hostPath volume), a grpc readiness probe of its SERVING service", grpcPod("cf-grpc", "")},
+	{"grpc-not-serving", "the same server, a grpc readiness probe of its NOT_SERVING service", grpcPod("cf-grpcdown", "db")},
+	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
+}
+
+// webServer is busybox httpd on the pod's port 8080 (index.html only) in the background, a
+// sleeper in front that exits on SIGTERM.
+const webServer = `mkdir -p /www && echo ok > /www/index.html && httpd -f -p 8080 -h /www & trap "exit 0" TERM; sleep 3600 & wait`
+
+// netProbe is a probe of kind (readinessProbe, livenessProbe) with the handler given (its first
+// line at the handler's indent, later lines indented for it), every second, failing after one try.
+func netProbe(kind, handler string) string {
+	return fmt.Sprintf("    %s:\n      %s\n      periodSeconds: 1\n      failureThreshold: 1\n", kind, handler)
+}
+
+// grpcPod runs pkbench's gRPC health server (grpchealth.go) in the pod network, the binary
+// mounted read-only from the host, with a grpc probe (readinessProbe unless kind says otherwise)
+// of service on its port.
+func grpcPod(name, service string, kind ...string) string {
+	k := "readinessProbe"
+	if len(kind) > 0 {
+		k = kind[0]
+	}
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		self = "/proc/self/exe" // unusable as a hostPath; the scenario then fails visibly
+	}
+	handler := "grpc:\n        port: 9090"
+	if service != "" {
+		handler += "\n        service: " + service
+	}
+	c := fmt.Sprintf("  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/pk/%s\", %q, \":9090\"]\n    volumeMounts:\n    - name: pk\n      mountPath: /pk\n      readOnly: true\n",
+		filepath.Base(self), grpcHealthCommand)
+	vol := fmt.Sprintf("  volumes:\n  - name: pk\n    hostPath:\n      path: %s\n      type: Directory\n", filepath.Dir(self))
+	return podDoc(name, "Always", vol, c+netProbe(k, handler))
 }
 
 // probe is an exec probe at 1 s, failing after one try.

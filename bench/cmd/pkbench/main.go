@@ -110,6 +110,12 @@ type runner interface {
 
 func main() {
 	log.SetFlags(log.Ltime)
+	if len(os.Args) == 3 && os.Args[1] == grpcHealthCommand {
+		if err := grpcHealthServer(os.Args[2]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	o := parseOptions()
 	// SIGINT/SIGTERM end the run through its clean-up: every runner removes its pods the way it
 	// normally does (CNI DEL included), containerd is stopped. Killed without it, the pods' IPs
