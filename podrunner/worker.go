@@ -47,6 +47,8 @@ type worker struct {
 	reported   map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
 	rejected   string                  // admission refusal reason last reported (admission.go)
+	// deadline.go: the start taken from the pod's sandbox once; the active deadline passed.
+	startAdopted, deadlineHit bool
 }
 
 // restartMemo remembers the backoff decision for the newest exited instance of a container.
@@ -298,6 +300,11 @@ func (w *worker) step(ctx context.Context, pod *corev1.Pod, v PodView, now time.
 	} else if again {
 		return time.Time{}, true
 	}
+	w.adoptStartTime(v)
+	hold, deadline := w.deadlineHold(ctx, pod, v, now)
+	if hold {
+		return time.Time{}, false // for good: only a new manifest (a new pod) runs again
+	}
 	if !w.admitted(pod, v) {
 		return now.Add(AdmissionRetry), false
 	}
@@ -314,10 +321,13 @@ func (w *worker) step(ctx context.Context, pod *corev1.Pod, v PodView, now time.
 	if len(w.imgWaiting) > 0 {
 		w.publish(pod, v, plan, false)
 	}
-	if !retryAt.IsZero() && (plan.WakeAt.IsZero() || retryAt.Before(plan.WakeAt)) {
-		return retryAt, false
+	wake := plan.WakeAt
+	for _, t := range []time.Time{retryAt, deadline} {
+		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+			wake = t
+		}
 	}
-	return plan.WakeAt, false
+	return wake, false
 }
 
 // noteBackoffs records a BackOff event once per exited instance kept waiting.
