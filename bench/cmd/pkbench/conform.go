@@ -59,6 +59,7 @@ var scenarios = []scenario{
 		netProbe("readinessProbe", "tcpSocket:\n        port: 8081"))},
 	{"grpc-serving", "a gRPC health server (pkbench's, from a hostPath volume), a grpc readiness probe of its SERVING service", grpcPod("cf-grpc", "")},
 	{"grpc-not-serving", "the same server, a grpc readiness probe of its NOT_SERVING service", grpcPod("cf-grpcdown", "db")},
+	{"active-deadline", "activeDeadlineSeconds: 5 on a sleeper under Always", podDoc("cf-deadline", "Always", "  activeDeadlineSeconds: 5\n", sh("c", sleeper))},
 	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
 }
 
