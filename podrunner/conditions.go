@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -13,6 +14,7 @@ const (
 	ReasonContainersNotReady       = "ContainersNotReady"
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonPodSandboxNotReady       = "PodSandboxNotReady"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 	MsgNoPodSandbox                = "no pod sandbox exists"
 	MsgPodSandboxNotReady          = "pod sandbox is not ready"
 )
@@ -27,7 +29,9 @@ const (
 //   - ContainersReady and Ready: True when every app container and sidecar is ready (and the pod is
 //     not terminating); in a Succeeded pod False/PodCompleted, in a Failed one False/PodFailed, with
 //     no message; else False/ContainersNotReady, "containers with unready status: [names]"
-//     (sidecars first, then app containers, in spec order).
+//     (sidecars first, then app containers, in spec order). Ready also needs every readiness
+//     gate's condition True, else False/ReadinessGatesNotReady naming each gate; with no API
+//     server to set them, only a gate on a condition podkeeper sets itself can pass.
 //   - PodScheduled: always True.
 func podConditions(pod *corev1.Pod, st *corev1.PodStatus, hasSandbox, sandboxReady, terminating bool) []corev1.PodCondition {
 	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
@@ -81,6 +85,11 @@ func podConditions(pod *corev1.Pod, st *corev1.PodStatus, hasSandbox, sandboxRea
 	}
 	podReady := ready
 	podReady.Type = corev1.PodReady
+	if podReady.Status == corev1.ConditionTrue {
+		if msg := readinessGatesUnready(pod, []corev1.PodCondition{sandbox, initialized}); msg != "" {
+			podReady.Status, podReady.Reason, podReady.Message = corev1.ConditionFalse, ReasonReadinessGatesNotReady, msg
+		}
+	}
 
 	return []corev1.PodCondition{
 		sandbox,
@@ -89,6 +98,27 @@ func podConditions(pod *corev1.Pod, st *corev1.PodStatus, hasSandbox, sandboxRea
 		podReady,
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
+}
+
+// readinessGatesUnready is the kubelet's message for the readiness gates whose condition (among
+// conds) is missing or not True; empty when all pass.
+func readinessGatesUnready(pod *corev1.Pod, conds []corev1.PodCondition) string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var found *corev1.PodCondition
+		for i := range conds {
+			if conds[i].Type == g.ConditionType {
+				found = &conds[i]
+			}
+		}
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case found.Status != corev1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), found.Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }
 
 // initComplete reports whether one init container no longer holds the sequence: a sidecar that

@@ -82,6 +82,30 @@ func TestPodConditionsAsTheKubelet(t *testing.T) {
 			},
 			initOK: map[string]bool{"i1": true, "i2": false},
 		},
+		{
+			name: "readiness gates: Ready False naming each gate, ContainersReady True",
+			pod:  withGates(testPod(corev1.RestartPolicyAlways, nil, "a"), "example.com/lb", "PodReadyToStartContainers", "example.com/dns"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("a0", "a", KindApp, 0, at(1))},
+			want: map[corev1.PodConditionType]cond{
+				corev1.ContainersReady: {corev1.ConditionTrue, "", ""},
+				corev1.PodReady: {corev1.ConditionFalse, ReasonReadinessGatesNotReady,
+					`corresponding condition of pod readiness gate "example.com/lb" does not exist., corresponding condition of pod readiness gate "example.com/dns" does not exist.`},
+			},
+		},
+		{
+			name: "a readiness gate on a condition podkeeper sets: passes when it is True",
+			pod:  withGates(testPod(corev1.RestartPolicyAlways, nil, "a"), "PodReadyToStartContainers"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("a0", "a", KindApp, 0, at(1))},
+			want: map[corev1.PodConditionType]cond{corev1.PodReady: {corev1.ConditionTrue, "", ""}},
+		},
+		{
+			name: "readiness gates do not hide unready containers",
+			pod:  withGates(testPod(corev1.RestartPolicyAlways, nil, "a"), "example.com/lb"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0))},
+			want: map[corev1.PodConditionType]cond{
+				corev1.PodReady: {corev1.ConditionFalse, ReasonContainersNotReady, "containers with unready status: [a]"},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,4 +150,11 @@ func TestStartErrorBacksOff(t *testing.T) {
 	if st.Phase != corev1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil || st.ContainerStatuses[0].State.Terminated.Reason != ReasonStartError {
 		t.Errorf("Never: phase %s state %+v, want Failed, terminated StartError", st.Phase, st.ContainerStatuses[0].State)
 	}
+}
+
+func withGates(p *corev1.Pod, types ...corev1.PodConditionType) *corev1.Pod {
+	for _, t := range types {
+		p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+	}
+	return p
 }

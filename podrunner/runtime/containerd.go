@@ -408,6 +408,9 @@ func gracePeriod(pod *corev1.Pod) int64 {
 
 // CreateSandbox implements podrunner.Runtime.
 func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int, created func(podrunner.ContainerRecord)) (podrunner.ContainerRecord, error) {
+	if err := sandboxRefusal(pod); err != nil {
+		return podrunner.ContainerRecord{}, err
+	}
 	release, err := r.startSlot(ctx)
 	if err != nil {
 		return podrunner.ContainerRecord{}, fmt.Errorf("create sandbox of pod %s: %w", pod.Name, err)

@@ -109,3 +109,16 @@ func TestRROSupported(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxRefusal(t *testing.T) {
+	b := func(v bool) *bool { return &v }
+	for _, tc := range []struct {
+		hostUsers *bool
+		refused   bool
+	}{{nil, false}, {b(true), false}, {b(false), true}} {
+		err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{HostUsers: tc.hostUsers}})
+		if (err != nil) != tc.refused || (err != nil && !strings.Contains(err.Error(), "does not support user namespaces")) {
+			t.Errorf("hostUsers %v: %v", tc.hostUsers, err)
+		}
+	}
+}

@@ -174,6 +174,17 @@ func PodHostname(pod *corev1.Pod) string {
 	return h
 }
 
+// sandboxRefusal is why a pod's sandbox cannot be made as asked, nil when it can. hostUsers:
+// false asks for a user namespace, which podkeeper does not make (containerd 1.6 cannot
+// id-map the container's root file system): the pod is refused with the kubelet's words for a
+// runtime without user namespaces, never run in the host's user namespace instead. Pure.
+func sandboxRefusal(pod *corev1.Pod) error {
+	if h := pod.Spec.HostUsers; h != nil && !*h {
+		return fmt.Errorf("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+	}
+	return nil
+}
+
 // volumeMounts turns a container's volumeMounts into OCI mounts, preparing each volume on the
 // host (volumes.go). configMap, secret, downwardAPI and projected volumes are always read-only.
 // rroSupported says the runtime makes recursively read-only mounts (recursiveReadOnly). It also

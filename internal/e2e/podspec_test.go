@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Pod spec fields the kubelet acts on and podkeeper once ignored: readinessGates hold the pod's
+// Ready condition (nobody sets the gates' conditions without an API server), and hostUsers:
+// false is refused as by a kubelet on a runtime without user namespaces, never run in the
+// host's user namespace instead.
+func TestReadinessGatesAndHostUsers(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-podspec")
+	a.write("gated.yaml", podYAML("gated", "Always", 1, "  readinessGates:\n  - conditionType: example.com/lb\n",
+		shContainer("c", "exec sleep 3600", "")))
+	a.write("userns.yaml", podYAML("userns", "Always", 1, "  hostUsers: false\n", shContainer("c", "exec sleep 3600", "")))
+
+	p := a.waitPod(60*time.Second, "gated-e2e", "running, containers ready", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").Ready
+	})
+	for _, c := range p.Status.Conditions {
+		switch c.Type {
+		case corev1.PodReady:
+			if c.Status != corev1.ConditionFalse || c.Reason != "ReadinessGatesNotReady" ||
+				c.Message != `corresponding condition of pod readiness gate "example.com/lb" does not exist.` {
+				t.Errorf("Ready = %s/%s/%q, want False/ReadinessGatesNotReady", c.Status, c.Reason, c.Message)
+			}
+		case corev1.ContainersReady:
+			if c.Status != corev1.ConditionTrue {
+				t.Errorf("ContainersReady = %s, want True", c.Status)
+			}
+		}
+	}
+
+	a.waitEvent(30*time.Second, "FailedCreatePodSandBox", "can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+	u := a.waitPod(10*time.Second, "userns-e2e", "pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
+	if recs := a.records(string(u.UID)); len(recs) != 0 {
+		t.Errorf("a pod asking for a user namespace got containers: %+v", recs)
+	}
+}
