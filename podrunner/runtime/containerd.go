@@ -665,12 +665,10 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 	}
 	tReady := time.Now()
-	if tReady.Sub(tTask) > 50*time.Millisecond {
-		// The sandbox kept this start waiting (a slow network): the started-at label, written
-		// before the create, would be that much early.
-		labels[LabelStartedAt] = formatTime(tReady)
+	if at, late := restampStart(parseTime(labels[LabelStartedAt]), tReady); late {
+		labels[LabelStartedAt] = formatTime(at)
 		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
-			rec.StartedAt = tReady
+			rec.StartedAt = at
 		}
 	}
 	if err := task.Start(ctx); err != nil {
@@ -689,6 +687,24 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	rec.TaskPresent = true
 	rec.PID = task.Pid()
 	return rec, nil
+}
+
+// startedAtSlack is how early a container's started-at label may be. The label is written with
+// the container, before its create (snapshot, spec, runc create: tens of ms on an idle machine,
+// seconds on a loaded one) and any wait for its sandbox.
+const startedAtSlack = 100 * time.Millisecond
+
+// restampStart says whether a container's started-at label, stamped when its create began, is
+// to be rewritten with the time of its task's start, and with what: status.startedAt and the
+// probes' initialDelaySeconds count from it, and a stamp seconds early (a loaded machine)
+// started liveness probes at once on a process that had not begun (found by make conformance:
+// a Go server killed before its SIGTERM handler existed). Within startedAtSlack the label stays
+// (no second metadata write on a fast start). Pure.
+func restampStart(stamped, start time.Time) (time.Time, bool) {
+	if start.Sub(stamped) > startedAtSlack {
+		return start, true
+	}
+	return stamped, false
 }
 
 // awaitSandbox waits for the sandbox a container was created against before its start (see

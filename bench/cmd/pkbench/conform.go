@@ -60,6 +60,8 @@ var scenarios = []scenario{
 	{"grpc-serving", "a gRPC health server (pkbench's, from a hostPath volume), a grpc readiness probe of its SERVING service", grpcPod("cf-grpc", "")},
 	{"grpc-not-serving", "the same server, a grpc readiness probe of its NOT_SERVING service", grpcPod("cf-grpcdown", "db")},
 	{"active-deadline", "activeDeadlineSeconds: 5 on a sleeper under Always", podDoc("cf-deadline", "Always", "  activeDeadlineSeconds: 5\n", sh("c", sleeper))},
+	{"readiness-gate", "a readiness gate nobody sets (no API server)", podDoc("cf-gate", "Always", "  readinessGates:\n  - conditionType: example.com/lb\n", sh("c", sleeper))},
+	{"host-users-false", "hostUsers: false (a user namespace; containerd 1.6 has none)", podDoc("cf-userns", "Always", "  hostUsers: false\n", sh("c", sleeper))},
 	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
 }
 
@@ -91,6 +93,14 @@ func grpcPod(name, service string, kind ...string) string {
 	handler := "grpc:\n        port: 9090"
 	if service != "" {
 		handler += "\n        service: " + service
+	}
+	if k == "livenessProbe" {
+		// The server is PID 1 of its container: a SIGTERM before its handler exists (the first
+		// ms of the Go program) ends it with exit 2 instead of 0, and a liveness probe's first
+		// run may come that early (a random part of its period after the start). Until
+		// 2026-12-06 podkeeper's started-at could be seconds early on a loaded machine, which
+		// made even this delay pass before the process ran (runtime.restampStart).
+		handler += "\n      initialDelaySeconds: 1"
 	}
 	c := fmt.Sprintf("  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/pk/%s\", %q, \":9090\"]\n    volumeMounts:\n    - name: pk\n      mountPath: /pk\n      readOnly: true\n",
 		filepath.Base(self), grpcHealthCommand)
