@@ -16,7 +16,8 @@ func TestRestampStart(t *testing.T) {
 		{"fast create: the stamp stays", t0.Add(60 * time.Millisecond), t0, false},
 		{"at the slack: stays", t0.Add(startedAtSlack), t0, false},
 		{"slow create (loaded machine): the start", t0.Add(17 * time.Second), t0.Add(17 * time.Second), true},
-		{"a sandbox wait: the start", t0.Add(300 * time.Millisecond), t0.Add(300 * time.Millisecond), true},
+		{"a usual create on a slow machine: stays", t0.Add(300 * time.Millisecond), t0, false},
+		{"a sandbox wait: the start", t0.Add(800 * time.Millisecond), t0.Add(800 * time.Millisecond), true},
 	}
 	for _, tc := range cases {
 		got, re := restampStart(t0, tc.start)
