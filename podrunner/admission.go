@@ -158,14 +158,17 @@ func (w *worker) admitted(pod *corev1.Pod, v PodView) bool {
 			}
 		}
 	}
-	ok, reason, msg := w.m.admit(w, pod, running)
+	ok, reason, msg := AdmitAppArmor(pod, w.m.cfg.AppArmorHost)
+	if ok {
+		ok, reason, msg = w.m.admit(w, pod, running)
+	}
 	if ok {
 		w.rejected = ""
 		return true
 	}
 	if w.rejected != reason {
 		w.rejected = reason
-		w.log.Warn("pod rejected: does not fit the node's allocatable", "reason", reason, "message", msg)
+		w.log.Warn("pod rejected", "reason", reason, "message", msg)
 		w.m.rec.Eventf(pod, "", corev1.EventTypeWarning, reason, "%s", msg)
 	}
 	out := pod.DeepCopy()

@@ -52,6 +52,8 @@ type Config struct {
 	// RecursiveReadOnly says the runtime makes recursively read-only mounts; the status reports
 	// recursiveReadOnly IfPossible mounts as Enabled then (the runtime decides the mounts).
 	RecursiveReadOnly bool
+	// AppArmorHost says the host has AppArmor enabled (apparmor.go).
+	AppArmorHost bool
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.

@@ -244,7 +244,8 @@ func runAgent(c *cli.Context) error {
 	}
 	backend.setNode(capacity, allocatable)
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
-		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly()}
+		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly(),
+		AppArmorHost: runtime.AppArmorEnabled()}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}

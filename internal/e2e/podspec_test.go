@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,15 +10,20 @@ import (
 )
 
 // Pod spec fields the kubelet acts on and podkeeper once ignored: readinessGates hold the pod's
-// Ready condition (nobody sets the gates' conditions without an API server), and hostUsers:
-// false is refused as by a kubelet on a runtime without user namespaces, never run in the
-// host's user namespace instead.
-func TestReadinessGatesAndHostUsers(t *testing.T) {
+// Ready condition (nobody sets the gates' conditions without an API server); hostUsers: false
+// is refused as by a kubelet on a runtime without user namespaces, never run in the host's user
+// namespace instead; an AppArmor profile is refused on this host (no AppArmor), as the kubelet
+// refuses it, while Unconfined runs.
+func TestReadinessGatesHostUsersAppArmor(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, "pk-e2e-podspec")
 	a.write("gated.yaml", podYAML("gated", "Always", 1, "  readinessGates:\n  - conditionType: example.com/lb\n",
 		shContainer("c", "exec sleep 3600", "")))
 	a.write("userns.yaml", podYAML("userns", "Always", 1, "  hostUsers: false\n", shContainer("c", "exec sleep 3600", "")))
+	a.write("confined.yaml", podYAML("confined", "Always", 1, "", shContainer("c", "exec sleep 3600",
+		"    securityContext:\n      appArmorProfile:\n        type: RuntimeDefault\n")))
+	a.write("unconfined.yaml", podYAML("unconfined", "Always", 1, "  securityContext:\n    appArmorProfile:\n      type: Unconfined\n",
+		shContainer("c", "exec sleep 3600", "")))
 
 	p := a.waitPod(60*time.Second, "gated-e2e", "running, containers ready", func(p *corev1.Pod) bool {
 		return running(p) && status(p, "c").Ready
@@ -34,6 +41,20 @@ func TestReadinessGatesAndHostUsers(t *testing.T) {
 			}
 		}
 	}
+
+	appArmorHost := false
+	if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil && strings.HasPrefix(string(b), "Y") {
+		appArmorHost = true
+	}
+	wantMsg := "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host"
+	if appArmorHost {
+		wantMsg = "Pod was rejected: Cannot enforce AppArmor: podkeeper does not apply AppArmor profiles"
+	}
+	a.waitPod(30*time.Second, "confined-e2e", "rejected for AppArmor", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "AppArmor" && strings.HasPrefix(p.Status.Message, wantMsg)
+	})
+	a.waitPod(60*time.Second, "unconfined-e2e", "running", running)
+	a.waitEvent(10*time.Second, "AppArmor", "Cannot enforce AppArmor")
 
 	a.waitEvent(30*time.Second, "FailedCreatePodSandBox", "can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 	u := a.waitPod(10*time.Second, "userns-e2e", "pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
