@@ -8,7 +8,9 @@ import (
 )
 
 func TestAdmitAppArmor(t *testing.T) {
-	profile := func(typ corev1.AppArmorProfileType) *corev1.AppArmorProfile { return &corev1.AppArmorProfile{Type: typ} }
+	profile := func(typ corev1.AppArmorProfileType) *corev1.AppArmorProfile {
+		return &corev1.AppArmorProfile{Type: typ}
+	}
 	withPod := func(p *corev1.AppArmorProfile) *corev1.Pod {
 		return &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{AppArmorProfile: p}, Containers: []corev1.Container{{Name: "c"}}}}
 	}
