@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podkeeper/podkeeper/cgroup"
 )
 
 // Admission: with Config.Allocatable set, a pod starts only when its CPU and memory requests fit
@@ -173,7 +175,8 @@ func (w *worker) admitted(pod *corev1.Pod, v PodView) bool {
 	}
 	out := pod.DeepCopy()
 	st := metav1.NewTime(w.startTime)
-	out.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg, StartTime: &st, HostIP: w.m.cfg.HostIP}
+	out.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg, StartTime: &st, HostIP: w.m.cfg.HostIP,
+		QOSClass: cgroup.QOSClass(pod)} // the kubelet's rejected pods show it too (make conformance)
 	w.m.setStatus(out)
 	return false
 }

@@ -92,6 +92,9 @@ func TestManagerAdmissionWaitsForRoom(t *testing.T) {
 	if p := e.status("uid-other"); p.Status.Message != "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000" {
 		t.Errorf("message = %q", p.Status.Message)
 	}
+	if p := e.status("uid-other"); p.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("qosClass = %q, want Burstable (the kubelet's rejected pods show it)", p.Status.QOSClass)
+	}
 	if n := len(e.rt.CallsFor("CreateSandbox", "uid-other")); n != 0 {
 		t.Fatalf("rejected pod got %d sandboxes", n)
 	}

@@ -62,6 +62,7 @@ var scenarios = []scenario{
 	{"active-deadline", "activeDeadlineSeconds: 5 on a sleeper under Always", podDoc("cf-deadline", "Always", "  activeDeadlineSeconds: 5\n", sh("c", sleeper))},
 	{"readiness-gate", "a readiness gate nobody sets (no API server)", podDoc("cf-gate", "Always", "  readinessGates:\n  - conditionType: example.com/lb\n", sh("c", sleeper))},
 	{"host-users-false", "hostUsers: false (a user namespace; containerd 1.6 has none)", podDoc("cf-userns", "Always", "  hostUsers: false\n", sh("c", sleeper))},
+	{"apparmor", "appArmorProfile RuntimeDefault on a host without AppArmor", podDoc("cf-apparmor", "Always", "  securityContext:\n    appArmorProfile:\n      type: RuntimeDefault\n", sh("c", sleeper))},
 	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
 }
 
