@@ -781,3 +781,39 @@ func wakeAll(m *Manager) {
 		w.wake()
 	}
 }
+
+// Image problems no pull can fix (InvalidImageName, ErrImageNeverPull) show the kubelet's reason
+// and message and stay so between tries: never ErrImagePull / ImagePullBackOff.
+func TestManagerImageErrorsAsTheKubelet(t *testing.T) {
+	for _, ie := range []*ImageError{
+		InvalidImageName("busybox:Not A Tag", errors.New("invalid reference format")),
+		ImageNeverPull("example.com/absent:1"),
+	} {
+		t.Run(ie.Reason, func(t *testing.T) {
+			e := newEnv(t, slowBackoff)
+			pod := mgrPod("uid-i", "i", corev1.RestartPolicyAlways, "main")
+			pod.Spec.Containers[0].Image = "img:1"
+			e.rt.FailPull("img:1", fmt.Errorf("ensure image: %w", ie))
+			e.m.Update([]*corev1.Pod{pod})
+			e.run(t)
+			shows := func() bool {
+				cs, ok := e.containerStatus("uid-i", "main")
+				return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == ie.Reason && cs.State.Waiting.Message == ie.Message
+			}
+			waitFor(t, ie.Reason, shows)
+			e.m.Update([]*corev1.Pod{pod}) // a sync inside the retry delay
+			time.Sleep(100 * time.Millisecond)
+			if !shows() {
+				cs, _ := e.containerStatus("uid-i", "main")
+				t.Errorf("after a sync: %+v, want %s as is", cs.State.Waiting, ie.Reason)
+			}
+			found := false
+			for _, ev := range e.rec.Events("uid-i") {
+				found = found || (ev.Type == EventWarning && ev.Reason == ie.Event && ev.Message == ie.Message)
+			}
+			if !found {
+				t.Errorf("no %s event: %+v", ie.Event, e.rec.Events("uid-i"))
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package podrunner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -233,6 +234,35 @@ var ErrExitRecorded = errors.New("recorded as the container's exit")
 // cleaned up: not the container's failure, and nothing of the attempt was kept. The worker tries
 // again soon (interruptedBackoff), without the backoff of a bad spec.
 var ErrCreateInterrupted = errors.New("an interrupted earlier create of the container is still being cleaned up")
+
+// ImageError is an image problem that no pull can fix, with the kubelet's waiting reason and
+// message: InvalidImageName (the name does not parse) or ErrImageNeverPull (imagePullPolicy
+// Never and the image is not on the node). The worker shows it as is, not as ErrImagePull /
+// ImagePullBackOff, and tries again later (an image may be dropped in the images directory).
+type ImageError struct {
+	Reason, Message string
+	Event           string // the kubelet's event reason for it
+}
+
+func (e *ImageError) Error() string { return e.Reason + ": " + e.Message }
+
+// Image problems, as the kubelet words them.
+const (
+	ReasonInvalidImageName  = "InvalidImageName"
+	ReasonErrImageNeverPull = "ErrImageNeverPull"
+)
+
+// InvalidImageName is the kubelet's error for an image name that does not parse.
+func InvalidImageName(image string, err error) *ImageError {
+	return &ImageError{Reason: ReasonInvalidImageName, Event: "InspectFailed",
+		Message: fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)}
+}
+
+// ImageNeverPull is the kubelet's error for imagePullPolicy Never and no image on the node.
+func ImageNeverPull(image string) *ImageError {
+	return &ImageError{Reason: ReasonErrImageNeverPull, Event: ReasonErrImageNeverPull,
+		Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", image)}
+}
 
 // ErrSandboxNotReady marks a StartContainer with SandboxReady whose sandbox failed to start: not
 // the container's failure, and nothing of it was kept.

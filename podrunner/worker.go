@@ -63,6 +63,7 @@ type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
 	lastErr   string
+	reason    string // an ImageError's waiting reason (lastErr its message); empty: a pull failure
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
@@ -498,7 +499,11 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		return false, m.notBefore
 	}
 	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
-		w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
+		if pm.reason != "" { // an ImageError: shown as is until the next try
+			w.setWaiting(c.Name, pm.reason, pm.lastErr)
+		} else {
+			w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
+		}
 		return false, pm.notBefore
 	}
 	began := time.Now()
@@ -517,6 +522,16 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
 			},
 		})
+	}
+	var ie *ImageError
+	if errors.As(err, &ie) {
+		// No pull was tried and none would help: the kubelet's reason and message, no back-off
+		// phase; tried again later all the same (a tarball of the image may be dropped in).
+		m := w.failed(w.m.cfg.Backoff, w.pulls, c.Image, err)
+		m.reason, m.lastErr = ie.Reason, ie.Message
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ie.Event, "%s", ie.Message)
+		w.setWaiting(c.Name, ie.Reason, ie.Message)
+		return false, m.notBefore
 	}
 	if err != nil {
 		w.failed(w.m.cfg.Backoff, w.pulls, c.Image, err)
@@ -591,7 +606,7 @@ func (w *worker) failed(p BackoffPolicy, memo map[string]*retryMemo, key string,
 		memo[key] = m
 	}
 	delay, next := p.Next(m.state, time.Time{}, time.Time{})
-	m.state, m.notBefore, m.lastErr = next, time.Now().Add(delay), err.Error()
+	m.state, m.notBefore, m.lastErr, m.reason = next, time.Now().Add(delay), err.Error(), ""
 	return m
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,7 +62,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 	ctx = r.ctx(ctx)
 	full, err := NormalizeRef(ref)
 	if err != nil {
-		return podrunner.ImageResult{}, err
+		return podrunner.ImageResult{}, podrunner.InvalidImageName(ref, errors.Unwrap(err))
 	}
 	res := podrunner.ImageResult{Ref: full}
 	img, err := r.client.GetImage(ctx, full)
@@ -72,7 +73,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy corev1.Pul
 	present := err == nil
 	switch {
 	case policy == corev1.PullNever && !present:
-		return res, fmt.Errorf("ErrImageNeverPull: image %s is not present on the node and imagePullPolicy is Never", full)
+		return res, podrunner.ImageNeverPull(ref)
 	case policy == corev1.PullAlways || !present:
 		if opts.OnPull != nil {
 			opts.OnPull()

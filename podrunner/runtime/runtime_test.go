@@ -321,8 +321,14 @@ func TestEnsureImagePolicies(t *testing.T) {
 	if res, err := rt.EnsureImage(ctx, "busybox", corev1.PullNever, podrunner.PullOptions{}); err != nil || res.ID == "" || res.Pulled {
 		t.Fatalf("Never with a local image: %+v %v", res, err)
 	}
-	if _, err := rt.EnsureImage(ctx, "example.invalid/none:1", corev1.PullNever, podrunner.PullOptions{}); err == nil || !strings.Contains(err.Error(), "ErrImageNeverPull") {
+	var ie *podrunner.ImageError
+	if _, err := rt.EnsureImage(ctx, "example.invalid/none:1", corev1.PullNever, podrunner.PullOptions{}); !errors.As(err, &ie) || ie.Reason != "ErrImageNeverPull" ||
+		ie.Message != `Container image "example.invalid/none:1" is not present with pull policy of Never` {
 		t.Fatalf("Never without the image: %v", err)
+	}
+	if _, err := rt.EnsureImage(ctx, "busybox:Not A Tag", corev1.PullIfNotPresent, podrunner.PullOptions{}); !errors.As(err, &ie) || ie.Reason != "InvalidImageName" ||
+		ie.Message != `Failed to apply default image tag "busybox:Not A Tag": couldn't parse image name "busybox:Not A Tag": invalid reference format` {
+		t.Fatalf("an image name that does not parse: %v", err)
 	}
 	// Always with no registry reachable falls back to the local copy, with a warning.
 	res, err := rt.EnsureImage(ctx, "127.0.0.1:1/busybox:latest", corev1.PullAlways, podrunner.PullOptions{})
