@@ -71,6 +71,14 @@ var scenarios = []scenario{
 	{"invalid-image", "an image reference that does not parse", podDoc("cf-badimage", "Always", "", "  - name: c\n    image: \"busybox:Not A Tag\"\n")},
 	{"never-pull-missing", "imagePullPolicy Never for an image not on the node", podDoc("cf-neverpull", "Always", "", "  - name: c\n    image: example.com/absent:1\n    imagePullPolicy: Never\n")},
 	{"run-as-non-root", "runAsNonRoot with an image that runs as root", podDoc("cf-nonroot", "Always", "", sh("c", sleeper)+"    securityContext:\n      runAsNonRoot: true\n")},
+	{"exec-timeout", "an exec readiness probe that outlives its 1 s timeout", podDoc("cf-exectimeout", "Always", "", sh("c", sleeper)+
+		"    readinessProbe:\n      exec:\n        command: [\"sleep\", \"5\"]\n      timeoutSeconds: 1\n      periodSeconds: 2\n")},
+	{"never-mixed", "two containers under Never, one exits 0 and one exits 1", podDoc("cf-nevermixed", "Never", "", sh("a", "exit 0"), sh("b", "sleep 1; exit 1"))},
+	{"onfailure-fails", "exit 1 under OnFailure (restarts with back-off)", podDoc("cf-onfailfail", "OnFailure", "", sh("c", "exit 1"))},
+	{"poststart-fails", "a postStart hook that exits 1 (the container is killed)", podDoc("cf-poststart", "Always", "", sh("c", sleeper)+
+		"    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"exit 1\"]\n")},
+	{"startup-fails", "a startup probe that never passes (failureThreshold 2: killed, restarted)", podDoc("cf-startupfail", "Always", "", sh("c", sleeper)+
+		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n")},
 	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
 }
 
