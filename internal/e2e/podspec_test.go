@@ -13,13 +13,15 @@ import (
 // Ready condition (nobody sets the gates' conditions without an API server); hostUsers: false
 // is refused as by a kubelet on a runtime without user namespaces, never run in the host's user
 // namespace instead; an AppArmor profile is refused on this host (no AppArmor), as the kubelet
-// refuses it, while Unconfined runs.
+// refuses it, while Unconfined runs; a runtimeClassName is refused (no RuntimeClass objects),
+// where the kubelet without an API server crashes.
 func TestReadinessGatesHostUsersAppArmor(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, "pk-e2e-podspec")
 	a.write("gated.yaml", podYAML("gated", "Always", 1, "  readinessGates:\n  - conditionType: example.com/lb\n",
 		shContainer("c", "exec sleep 3600", "")))
 	a.write("userns.yaml", podYAML("userns", "Always", 1, "  hostUsers: false\n", shContainer("c", "exec sleep 3600", "")))
+	a.write("rtclass.yaml", podYAML("rtclass", "Always", 1, "  runtimeClassName: gvisor\n", shContainer("c", "exec sleep 3600", "")))
 	a.write("confined.yaml", podYAML("confined", "Always", 1, "", shContainer("c", "exec sleep 3600",
 		"    securityContext:\n      appArmorProfile:\n        type: RuntimeDefault\n")))
 	a.write("unconfined.yaml", podYAML("unconfined", "Always", 1, "  securityContext:\n    appArmorProfile:\n      type: Unconfined\n",
@@ -60,5 +62,11 @@ func TestReadinessGatesHostUsersAppArmor(t *testing.T) {
 	u := a.waitPod(10*time.Second, "userns-e2e", "pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
 	if recs := a.records(string(u.UID)); len(recs) != 0 {
 		t.Errorf("a pod asking for a user namespace got containers: %+v", recs)
+	}
+	// runtimeClassName: no RuntimeClass objects without an API server; refused, not run with runc.
+	a.waitEvent(30*time.Second, "FailedCreatePodSandBox", `runtimeclass.node.k8s.io "gvisor" not found`)
+	r := a.waitPod(10*time.Second, "rtclass-e2e", "pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
+	if recs := a.records(string(r.UID)); len(recs) != 0 {
+		t.Errorf("a pod naming a RuntimeClass got containers: %+v", recs)
 	}
 }

@@ -110,6 +110,17 @@ func TestRROSupported(t *testing.T) {
 	}
 }
 
+func TestSandboxRefusalRuntimeClass(t *testing.T) {
+	empty, gvisor := "", "gvisor"
+	if err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &empty}}); err != nil {
+		t.Errorf("empty runtimeClassName (the default class): %v", err)
+	}
+	err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &gvisor}})
+	if err == nil || !strings.Contains(err.Error(), `runtimeclass.node.k8s.io "gvisor" not found`) {
+		t.Errorf("runtimeClassName gvisor: %v", err)
+	}
+}
+
 func TestSandboxRefusal(t *testing.T) {
 	b := func(v bool) *bool { return &v }
 	for _, tc := range []struct {

@@ -178,9 +178,17 @@ func PodHostname(pod *corev1.Pod) string {
 // false asks for a user namespace, which podkeeper does not make (containerd 1.6 cannot
 // id-map the container's root file system): the pod is refused with the kubelet's words for a
 // runtime without user namespaces, never run in the host's user namespace instead. Pure.
+//
+// runtimeClassName names a RuntimeClass object, which only an API server holds: the pod is
+// refused with the lookup's error, never run with runc instead of the isolation it asked for.
+// (The kubelet 1.37 without an API server crashes on such a static pod: a nil RuntimeClass
+// manager; make conformance found it.)
 func sandboxRefusal(pod *corev1.Pod) error {
 	if h := pod.Spec.HostUsers; h != nil && !*h {
 		return fmt.Errorf("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+	}
+	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
+		return fmt.Errorf("RuntimeHandler lookup failed: runtimeclass.node.k8s.io %q not found (podkeeper has no RuntimeClass objects without an API server; leave runtimeClassName out to run with runc)", *rc)
 	}
 	return nil
 }
