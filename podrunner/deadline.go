@@ -62,25 +62,15 @@ func (w *worker) deadlineHold(ctx context.Context, pod *corev1.Pod, v PodView, n
 		w.m.rec.Eventf(pod, "", EventNormal, ReasonDeadlineExceeded, "%s", MessageDeadline)
 	}
 	w.publishDeadline(pod, v)
-	if v.Running() || sandboxRunning(v) {
-		w.m.probes.StopPod(string(w.uid), nil)
-		w.stopContainers(ctx, pod, v, gracePeriod(pod))
-		for _, sb := range v.Sandboxes {
-			if sb.State == StateRunning {
-				_ = w.m.rt.StopContainer(ctx, sb.ID, 0)
-			}
-		}
-		if nv, err := w.observe(ctx); err == nil {
-			w.publishDeadline(pod, nv)
-		}
+	if nv, stopped := w.stopPodForGood(ctx, pod, v, gracePeriod(pod)); stopped {
+		w.publishDeadline(pod, nv)
 	}
 	return true, time.Time{}
 }
 
 func (w *worker) publishDeadline(pod *corev1.Pod, v PodView) {
 	out := pod.DeepCopy()
-	plan := Plan{Phase: corev1.PodFailed, Waiting: map[string]Waiting{}}
-	out.Status = BuildStatus(StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly})
+	out.Status = BuildStatus(w.statusInput(pod, v, failedPlan(), false))
 	out.Status.Reason, out.Status.Message = ReasonDeadlineExceeded, MessageDeadline
 	w.m.setStatus(out)
 }

@@ -229,21 +229,11 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 		w.m.rec.Eventf(pod, "", EventNormal, "Restarted", "Starting the pod again after its eviction: the node condition has cleared")
 		return false, true
 	}
-	if v.Running() || sandboxRunning(v) {
-		w.m.probes.StopPod(string(w.uid), nil)
-		w.stopContainers(ctx, pod, v, 0)
-		for _, sb := range v.Sandboxes {
-			if sb.State == StateRunning {
-				_ = w.m.rt.StopContainer(ctx, sb.ID, 0)
-			}
-		}
-		if nv, err := w.observe(ctx); err == nil {
-			v = nv
-		}
+	if nv, stopped := w.stopPodForGood(ctx, pod, v, 0); stopped {
+		v = nv
 	}
 	out := pod.DeepCopy()
-	plan := Plan{Phase: corev1.PodFailed, Waiting: map[string]Waiting{}}
-	out.Status = BuildStatus(StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly})
+	out.Status = BuildStatus(w.statusInput(pod, v, failedPlan(), false))
 	out.Status.Phase, out.Status.Reason, out.Status.Message = corev1.PodFailed, "Evicted", msg
 	for i := range out.Status.Conditions {
 		if out.Status.Conditions[i].Type == corev1.PodReady || out.Status.Conditions[i].Type == corev1.ContainersReady {
@@ -254,6 +244,29 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 	w.m.setStatus(out)
 	return true, false
 }
+
+// stopPodForGood stops whatever of the pod runs (probes, containers with grace, sandboxes) for a
+// pod that is not to run again (evicted, past its deadline). It returns the view after the stop
+// and true when anything ran.
+func (w *worker) stopPodForGood(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) (PodView, bool) {
+	if !v.Running() && !sandboxRunning(v) {
+		return v, false
+	}
+	w.m.probes.StopPod(string(w.uid), nil)
+	w.stopContainers(ctx, pod, v, grace)
+	for _, sb := range v.Sandboxes {
+		if sb.State == StateRunning {
+			_ = w.m.rt.StopContainer(ctx, sb.ID, 0)
+		}
+	}
+	if nv, err := w.observe(ctx); err == nil {
+		v = nv
+	}
+	return v, true
+}
+
+// failedPlan is the plan of a pod that is over: phase Failed, nothing waiting.
+func failedPlan() Plan { return Plan{Phase: corev1.PodFailed, Waiting: map[string]Waiting{}} }
 
 func sandboxRunning(v PodView) bool {
 	for _, sb := range v.Sandboxes {

@@ -709,10 +709,7 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 		}
 	}
 	out := pod.DeepCopy()
-	out.Status = BuildStatus(StatusInput{
-		Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
-		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly,
-	})
+	out.Status = BuildStatus(w.statusInput(pod, v, plan, terminating))
 	if terminating {
 		t := metav1.Now()
 		out.DeletionTimestamp = &t
@@ -720,6 +717,12 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 		out.DeletionGracePeriodSeconds = &g
 	}
 	w.m.setStatus(out)
+}
+
+// statusInput is what BuildStatus reads for this worker's pod in view v under plan.
+func (w *worker) statusInput(pod *corev1.Pod, v PodView, plan Plan, terminating bool) StatusInput {
+	return StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
+		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly}
 }
 
 func gracePeriod(pod *corev1.Pod) time.Duration {

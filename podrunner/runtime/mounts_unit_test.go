@@ -57,7 +57,11 @@ func TestMountOf(t *testing.T) {
 		{"/srv/over/d", "/srv/over", []string{"shared:20"}}, // the mount on top wins
 	}
 	for _, tc := range cases {
-		mp, opt, err := mountOf(strings.NewReader(sampleMountinfo), tc.path)
+		mounts, err := parseMountinfo(strings.NewReader(sampleMountinfo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp, opt, err := mountOf(mounts, tc.path)
 		if err != nil || mp != tc.wantMount || !reflect.DeepEqual(opt, tc.wantOpt) {
 			t.Errorf("%s: got %q %q %v, want %q %q", tc.path, mp, opt, err, tc.wantMount, tc.wantOpt)
 		}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/apparmor"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,7 +63,3 @@ func rroSupported(features []byte, kernelRelease string) bool {
 	}
 	return major > 5 || (major == 5 && minor >= 12)
 }
-
-// AppArmorEnabled says the host has AppArmor enabled (containerd's check: the kernel module's
-// "enabled" parameter and apparmor_parser present).
-func AppArmorEnabled() bool { return apparmor.HostSupports() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/apparmor"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,10 @@ func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, e effectiveSecurity, im
 	}
 	return nil
 }
+
+// AppArmorEnabled says the host has AppArmor enabled (containerd's check: the kernel module's
+// "enabled" parameter and apparmor_parser present).
+func AppArmorEnabled() bool { return apparmor.HostSupports() }
 
 // podRef names a pod in messages as the kubelet's format.Pod does: name_namespace(uid).
 func podRef(pod *corev1.Pod) string {

@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,45 +282,28 @@ func checkSourcePropagation(src, need string) error {
 	if err != nil {
 		return fmt.Errorf("mount propagation: %w", err)
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := readMountinfo()
 	if err != nil {
 		return fmt.Errorf("mount propagation: %w", err)
 	}
-	defer f.Close()
-	mountPoint, optional, err := mountOf(f, real)
+	mountPoint, optional, err := mountOf(mounts, real)
 	if err != nil {
 		return fmt.Errorf("mount propagation: %w", err)
 	}
 	return propagationAllowed(real, mountPoint, optional, need)
 }
 
-// mountOf finds the mount holding path in a mountinfo listing: the longest mount point that is
-// path or one of its parents (the last one listed wins a tie: it is mounted over the others),
-// with its optional fields (shared:N, master:N...).
-func mountOf(r io.Reader, path string) (mountPoint string, optional []string, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+// mountOf finds the mount holding path: the longest mount point that is path or one of its
+// parents (the last one listed wins a tie: it is mounted over the others), with its optional
+// fields (shared:N, master:N...).
+func mountOf(mounts []mountEntry, path string) (mountPoint string, optional []string, err error) {
 	found := false
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 7 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
+	for _, m := range mounts {
+		mp := m.point
 		if !(mp == "/" || mp == path || strings.HasPrefix(path, mp+"/")) || len(mp) < len(mountPoint) {
 			continue
 		}
-		var opt []string
-		for _, f := range fields[6:] {
-			if f == "-" {
-				break
-			}
-			opt = append(opt, f)
-		}
-		mountPoint, optional, found = mp, opt, true
-	}
-	if err := sc.Err(); err != nil {
-		return "", nil, err
+		mountPoint, optional, found = mp, m.optional, true
 	}
 	if !found {
 		return "", nil, fmt.Errorf("no mount holds %s", path)

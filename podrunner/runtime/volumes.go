@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -534,21 +535,14 @@ func isMountPoint(dir string) bool {
 
 // unmountUnder unmounts every mount at or below dir (deepest first).
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := readMountinfo()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			points = append(points, mp)
+	for _, m := range mounts {
+		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+			points = append(points, m.point)
 		}
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
@@ -562,6 +556,45 @@ func unmountUnder(dir string) error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// mountEntry is one line of /proc/self/mountinfo: the mount point and its optional fields
+// (shared:N, master:N...).
+type mountEntry struct {
+	point    string
+	optional []string
+}
+
+// readMountinfo lists this process's mounts, in the kernel's order (a later mount of the same
+// point is on top).
+func readMountinfo() ([]mountEntry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseMountinfo(f)
+}
+
+func parseMountinfo(r io.Reader) ([]mountEntry, error) {
+	var out []mountEntry
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		e := mountEntry{point: unescapeMount(fields[4])}
+		for _, f := range fields[min(6, len(fields)):] {
+			if f == "-" {
+				break
+			}
+			e.optional = append(e.optional, f)
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).

@@ -87,7 +87,8 @@ var scenarios = []scenario{
 const webServer = `mkdir -p /www && echo ok > /www/index.html && httpd -f -p 8080 -h /www & trap "exit 0" TERM; sleep 3600 & wait`
 
 // netProbe is a probe of kind (readinessProbe, livenessProbe) with the handler given (its first
-// line at the handler's indent, later lines indented for it), every second, failing after one try.
+// line at the handler's indent, later lines indented for it), every second, failing after one
+// try. (Named for the network handlers; probe uses it for exec too.)
 func netProbe(kind, handler string) string {
 	return fmt.Sprintf("    %s:\n      %s\n      periodSeconds: 1\n      failureThreshold: 1\n", kind, handler)
 }
@@ -125,9 +126,9 @@ func grpcPod(name, service string, kind ...string) string {
 	return podDoc(name, "Always", vol, c+netProbe(k, handler))
 }
 
-// probe is an exec probe at 1 s, failing after one try.
+// probe is an exec probe of a shell script at 1 s, failing after one try.
 func probe(kind, script string) string {
-	return fmt.Sprintf("    %s:\n      exec:\n        command: [\"sh\", \"-c\", %q]\n      periodSeconds: 1\n      failureThreshold: 1\n", kind, script)
+	return netProbe(kind, fmt.Sprintf("exec:\n        command: [\"sh\", \"-c\", %q]", script))
 }
 
 // resources gives requests and limits; empty values are left out.
