@@ -34,15 +34,24 @@ type EvictionConfig struct {
 	// Reclaim frees node-level resources (unused images) before pods are evicted for a disk
 	// signal; nil: nothing to reclaim.
 	Reclaim func(ctx context.Context) error
+	// LocalStorage reads what a pod wrote, for its local storage limits (LocalStorageViolation);
+	// false when unknown. Nil: local storage limits are not enforced. It is called only for pods
+	// with such a limit (HasLocalStorageLimit).
+	LocalStorage func(pod *corev1.Pod) (LocalStorageUsage, bool)
+	// Release frees an evicted pod's local volumes (its emptyDir volumes: the kubelet tears down
+	// the volumes of a pod that is over) once its containers have stopped; idempotent. Nil:
+	// nothing is freed until the pod goes away.
+	Release func(pod *corev1.Pod) error
 }
 
 // evictMark is an evicted pod's record, kept by the manager.
 type evictMark struct {
 	message   string
-	cond      corev1.NodeConditionType
+	cond      corev1.NodeConditionType // "": evicted for a local storage limit, no node condition
 	at        time.Time
 	evictions int
 	cleared   bool // pressure gone and backoff passed: the worker starts the pod again
+	released  bool // its local volumes were freed (not saved: Release is idempotent)
 }
 
 // NodeConditions returns the pressure conditions the eviction loop last decided (all False,
@@ -125,6 +134,11 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 	if changed {
 		m.saveEvictions()
 	}
+	// Local storage limits come first and, when they evicted a pod, end the round, as the
+	// kubelet's.
+	if m.evictForLocalStorage(now) {
+		return
+	}
 	if len(d.Act) == 0 {
 		return
 	}
@@ -146,17 +160,7 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 	}
 	var cands []Candidate
 	usage := map[types.UID]PodUsage{}
-	for _, p := range m.Pods() {
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-			continue
-		}
-		m.mu.Lock()
-		_, done := m.evicted[p.UID]
-		_, live := m.workers[p.UID]
-		m.mu.Unlock()
-		if done || !live {
-			continue
-		}
+	for _, p := range m.evictionCandidates() {
 		c := Candidate{Pod: p, Request: RequestFor(p, th.Signal)}
 		if ec.Usage != nil {
 			if u, ok := ec.Usage(p, th.Signal); ok {
@@ -172,25 +176,70 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 	}
 	victim := ranked[0].Pod
 	msg := EvictionMessage(th, obs[th.Signal], victim, usage[victim.UID])
+	m.evict(victim, th.Signal, ConditionFor(th.Signal), msg, now, "threshold", th.String())
+}
+
+// evictionCandidates are the running pods that may be evicted and are not evicted already.
+func (m *Manager) evictionCandidates() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range m.Pods() {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !Evictable(p) {
+			continue
+		}
+		m.mu.Lock()
+		_, done := m.evicted[p.UID]
+		_, live := m.workers[p.UID]
+		m.mu.Unlock()
+		if !done && live {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// evictForLocalStorage evicts every pod over a local storage limit (LocalStorageViolation), as
+// the kubelet does apart from any node pressure, and reports whether it evicted any.
+func (m *Manager) evictForLocalStorage(now time.Time) bool {
+	ec := m.cfg.Eviction
+	if ec.LocalStorage == nil {
+		return false
+	}
+	evicted := false
+	for _, p := range m.evictionCandidates() {
+		if !HasLocalStorageLimit(p) {
+			continue
+		}
+		u, ok := ec.LocalStorage(p)
+		if !ok {
+			continue
+		}
+		if s, msg, over := LocalStorageViolation(p, u); over {
+			m.evict(p, s, "", msg, now, "limit", string(s))
+			evicted = true
+		}
+	}
+	return evicted
+}
+
+// evict marks pod evicted (for signal s; cond is the node condition whose end lets it start
+// again, "" for none) and wakes its worker, which stops it.
+func (m *Manager) evict(pod *corev1.Pod, s Signal, cond corev1.NodeConditionType, msg string, now time.Time, logKV ...any) {
 	m.mu.Lock()
 	if m.evicted == nil {
 		m.evicted = map[types.UID]*evictMark{}
 	}
-	n := 1
-	if old := m.evictions[victim.UID]; old > 0 {
-		n = old + 1
-	}
 	if m.evictions == nil {
 		m.evictions = map[types.UID]int{}
 	}
-	m.evictions[victim.UID] = n
-	m.evicted[victim.UID] = &evictMark{message: msg, cond: ConditionFor(th.Signal), at: now, evictions: n}
-	w := m.workers[victim.UID]
+	n := m.evictions[pod.UID] + 1
+	m.evictions[pod.UID] = n
+	m.evicted[pod.UID] = &evictMark{message: msg, cond: cond, at: now, evictions: n}
+	w := m.workers[pod.UID]
 	m.mu.Unlock()
 	m.saveEvictions()
-	m.log.Warn("evicting pod", "pod", victim.Namespace+"/"+victim.Name, "threshold", th.String(), "message", msg)
-	m.rec.Eventf(victim, "", EventWarning, "Evicted", "%s", msg)
-	metrics.Evictions.WithLabelValues(string(th.Signal)).Inc()
+	m.log.Warn("evicting pod", append([]any{"pod", pod.Namespace + "/" + pod.Name, "message", msg}, logKV...)...)
+	m.rec.Eventf(pod, "", EventWarning, "Evicted", "%s", msg)
+	metrics.Evictions.WithLabelValues(string(s)).Inc()
 	if w != nil {
 		w.wake()
 	}
@@ -202,10 +251,11 @@ func (m *Manager) evictOnce(ctx context.Context, st *PressureState, transition, 
 func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (hold, again bool) {
 	w.m.mu.Lock()
 	mk := w.m.evicted[w.uid]
-	var cleared bool
+	var cleared, released bool
 	var msg string
+	var cond corev1.NodeConditionType
 	if mk != nil {
-		cleared, msg = mk.cleared, mk.message
+		cleared, released, msg, cond = mk.cleared, mk.released, mk.message, mk.cond
 		if cleared {
 			delete(w.m.evicted, w.uid)
 		} else if w.m.admitted != nil {
@@ -220,17 +270,34 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 	}
 	if cleared {
 		w.m.saveEvictions()
-		w.log.Info("pressure gone: starting the evicted pod again")
+		why := "the node condition has cleared"
+		if cond == "" {
+			why = "its backoff has passed"
+		}
+		w.log.Info("starting the evicted pod again: " + why)
 		if err := w.removeAll(ctx, v); err != nil {
 			w.log.Warn("remove the evicted pod's containers", "err", err)
 		}
 		w.startTime = time.Now()
 		w.restarts = map[string]*restartMemo{}
-		w.m.rec.Eventf(pod, "", EventNormal, "Restarted", "Starting the pod again after its eviction: the node condition has cleared")
+		w.m.rec.Eventf(pod, "", EventNormal, "Restarted", "Starting the pod again after its eviction: %s", why)
 		return false, true
 	}
-	if nv, stopped := w.stopPodForGood(ctx, pod, v, 0); stopped {
+	grace := time.Duration(0)
+	if cond == "" {
+		grace = LocalStorageGrace
+	}
+	if nv, stopped := w.stopPodForGood(ctx, pod, v, grace); stopped {
 		v = nv
+	}
+	if rel := w.m.cfg.Eviction; !released && rel != nil && rel.Release != nil && !v.Running() && !sandboxRunning(v) {
+		if err := rel.Release(pod); err != nil {
+			w.log.Warn("free the evicted pod's local volumes", "err", err)
+		} else {
+			w.m.mu.Lock()
+			mk.released = true
+			w.m.mu.Unlock()
+		}
 	}
 	out := pod.DeepCopy()
 	out.Status = BuildStatus(w.statusInput(pod, v, failedPlan(), false))
@@ -240,7 +307,9 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 			out.Status.Conditions[i].Status = corev1.ConditionFalse
 		}
 	}
-	out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: "DisruptionTarget", Status: corev1.ConditionTrue, Reason: "TerminationByKubelet", Message: msg, LastTransitionTime: metav1.Now()})
+	if cond != "" { // the kubelet sets no DisruptionTarget for a local storage limit
+		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: "DisruptionTarget", Status: corev1.ConditionTrue, Reason: "TerminationByKubelet", Message: msg, LastTransitionTime: metav1.Now()})
+	}
 	w.m.setStatus(out)
 	return true, false
 }

@@ -27,6 +27,7 @@ func evictionFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "eviction-soft-grace-period", Usage: "grace periods of the soft thresholds, e.g. memory.available=1m30s"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "eviction-monitoring-interval", Value: podrunner.EvictionMonitorInterval, Usage: "how often node pressure is observed (at most one pod is evicted per interval)"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "eviction-pressure-transition-period", Value: podrunner.PressureTransitionPeriod, Usage: "how long a pressure condition stays True after its threshold stopped being met"}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "local-storage-capacity-isolation", Value: true, Usage: "evict a pod over its ephemeral-storage limits or an emptyDir over its sizeLimit (checked every eviction monitoring interval)"}),
 	}
 }
 
@@ -41,7 +42,8 @@ func evictionConfig(c *cli.Context, cg *cgroup.Manager, rt *runtime.Runtime, log
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-soft: %w", err)
 	}
-	if len(hard) == 0 && len(soft) == 0 {
+	isolation := c.Bool("local-storage-capacity-isolation")
+	if len(hard) == 0 && len(soft) == 0 && !isolation {
 		return nil, nil
 	}
 	ec := &podrunner.EvictionConfig{
@@ -52,6 +54,10 @@ func evictionConfig(c *cli.Context, cg *cgroup.Manager, rt *runtime.Runtime, log
 	}
 	u := podUsage{cg: cg, rt: rt, logDir: logDir}
 	ec.Usage = u.usage
+	if isolation {
+		ec.LocalStorage = u.localStorage
+		ec.Release = func(p *corev1.Pod) error { return rt.RemoveEmptyDirs(string(p.UID)) }
+	}
 	return ec, nil
 }
 
@@ -105,8 +111,30 @@ func (u podUsage) usage(p *corev1.Pod, s podrunner.Signal) (podrunner.PodUsage, 
 	}
 }
 
+// localStorage is what the pod wrote, for its local storage limits: per running container, per
+// disk-backed emptyDir with a sizeLimit, and all its local volumes.
+func (u podUsage) localStorage(p *corev1.Pod) (podrunner.LocalStorageUsage, bool) {
+	d, ok := u.disk(p)
+	if !ok {
+		return podrunner.LocalStorageUsage{}, false
+	}
+	out := podrunner.LocalStorageUsage{Volumes: d.volumes.Bytes, Containers: map[string]int64{}, EmptyDirs: map[string]int64{}}
+	for name, c := range d.containers {
+		out.Containers[name] = c.Bytes
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			continue
+		}
+		if e, err := u.rt.EmptyDirUsage(string(p.UID), v.Name); err == nil {
+			out.EmptyDirs[v.Name] = e.Bytes
+		}
+	}
+	return out, true
+}
+
 type podDisk struct {
-	containers map[string]runtime.DiskUsage // writable layer + logs, per running container
+	containers map[string]runtime.DiskUsage // writable layer + logs, per running container (sidecars too)
 	volumes    runtime.DiskUsage            // emptyDir and generated files
 }
 
@@ -121,7 +149,7 @@ func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
 		return d, false
 	}
 	logs := filepath.Join(u.logDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
 		_, id, ok := strings.Cut(cs.ContainerID, "://")
 		if !ok || cs.State.Running == nil {
 			continue

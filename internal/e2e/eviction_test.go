@@ -381,3 +381,98 @@ func (a *agent) waitEvicted(timeout time.Duration, what string, done func(map[st
 	})
 	return evictedAt
 }
+
+// Local storage limits, with no node pressure at all (no thresholds): an emptyDir over its
+// sizeLimit, a pod over the sum of its containers' ephemeral-storage limits and a container over
+// its own limit are each evicted with the kubelet's message; a pod within its limits and a
+// critical pod over them are not. The evicted pod's emptyDir is freed at once, and the pod starts
+// again after its backoff with an empty one.
+func TestEvictionLocalStorageLimits(t *testing.T) {
+	parent := fmt.Sprintf("pke-evls-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	a := startAgentAt(t, "pk-e2e-evls", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-hard", "")
+	hostVol, hostMount, hostPath := hostDir(t)
+	// dd writes real blocks; sync makes the usage visible to the block counts at once.
+	write := func(path string, kib int) string {
+		return fmt.Sprintf("dd if=/dev/zero of=%s bs=1k count=%d 2>/dev/null; sync", path, kib)
+	}
+	limit := func(q string) string {
+		return "    resources:\n      limits:\n        ephemeral-storage: " + q + "\n"
+	}
+	scratch := func(sizeLimit string) (string, string) {
+		v := "  - name: scratch\n    emptyDir: {}\n"
+		if sizeLimit != "" {
+			v = "  - name: scratch\n    emptyDir:\n      sizeLimit: " + sizeLimit + "\n"
+		}
+		return v, "    - name: scratch\n      mountPath: /scratch\n"
+	}
+	// dir writes 3 MiB into its 1Mi emptyDir on its first run only (a marker on the host), then
+	// reports what its emptyDir holds.
+	v, m := scratch("1Mi")
+	a.write("dir.yaml", podYAML("dir", "Always", 1, hostVol+v, shContainer("dir",
+		"if [ ! -e /host/dir-wrote ]; then touch /host/dir-wrote; "+write("/scratch/f", 3072)+"; fi; echo scratch: $(ls /scratch | wc -l) files; sleep 3600",
+		hostMount+m)))
+	// pod: 1.5 MiB in its root fs and 1.5 MiB in an emptyDir without a limit, against a 2Mi limit.
+	v, m = scratch("")
+	a.write("pod.yaml", podYAML("pod", "Always", 1, "  volumes:\n"+v, shContainer("pod",
+		write("/big", 1536)+"; "+write("/scratch/f", 1536)+"; sleep 3600", "    volumeMounts:\n"+m+limit("2Mi"))))
+	// ctr: container w writes 3 MiB against its 1Mi, its pod's total limit (101Mi) is far off.
+	a.write("ctr.yaml", podYAML("ctr", "Always", 1, "",
+		shContainer("w", write("/big", 3072)+"; sleep 3600", limit("1Mi")),
+		shContainer("idle", "sleep 3600", limit("100Mi"))))
+	a.write("ok.yaml", podYAML("ok", "Always", 1, "", shContainer("ok", write("/big", 1024)+"; echo written; sleep 3600", limit("50Mi"))))
+	a.write("crit.yaml", podYAML("crit", "Always", 1, "  priority: 2000001000\n", shContainer("crit", write("/big", 3072)+"; echo written; sleep 3600", limit("1Mi"))))
+
+	want := map[string]string{
+		"dir": `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `,
+		"pod": "Pod ephemeral local storage usage exceeds the total limit of containers 2Mi. ",
+		"ctr": `Container w exceeded its local ephemeral storage limit "1Mi". `,
+	}
+	var dirUID string
+	a.waitEvicted(90*time.Second, "dir, pod and ctr evicted", func(m map[string]time.Time) bool { return len(m) >= 3 },
+		func(n string, p *corev1.Pod, first bool) {
+			if !first {
+				return
+			}
+			t.Logf("%s evicted: %s", n, p.Status.Message)
+			if p.Status.Message != want[n] {
+				t.Errorf("%s: message %q, want %q", n, p.Status.Message, want[n])
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == "DisruptionTarget" {
+					t.Errorf("%s: DisruptionTarget condition on a local storage eviction", n)
+				}
+			}
+			if n == "dir" {
+				dirUID = string(p.UID)
+			}
+		})
+	for _, n := range []string{"ok", "crit"} {
+		p := a.waitPod(10*time.Second, n+"-"+node, n+" still running", running)
+		if out, _ := a.cli("logs", n+"-"+node); !strings.Contains(out, "written") {
+			t.Errorf("%s never wrote its data: %q", n, out)
+		}
+		if p.Status.Reason == "Evicted" {
+			t.Errorf("%s evicted", n)
+		}
+	}
+	// The evicted pod's emptyDir is gone from the node (freed at the eviction).
+	a.eventually(10*time.Second, "dir's emptyDir freed", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(a.root, "pods", dirUID, "volumes", "empty-dir", "scratch", "f"))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if _, err := os.Stat(filepath.Join(hostPath, "dir-wrote")); err != nil {
+		t.Fatalf("dir never ran its first write: %v", err)
+	}
+	// After its backoff (one interval) dir runs again, from scratch: an empty emptyDir.
+	a.waitPod(60*time.Second, "dir-"+node, "dir running again", running)
+	a.eventually(20*time.Second, "dir's new emptyDir empty", func() (bool, string) {
+		out, err := a.cli("logs", "dir-"+node)
+		return err == nil && strings.Contains(out, "scratch: 0 files"), out
+	})
+	out, err := a.cli("describe", "pod", "dir-"+node)
+	if err != nil || !strings.Contains(out, "Evicted") || !strings.Contains(out, "its backoff has passed") {
+		t.Errorf("describe shows no Evicted and Restarted events (%v):\n%s", err, out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/containerd/errdefs"
@@ -34,6 +35,29 @@ func (r *Runtime) WritableLayerUsage(ctx context.Context, id string) (DiskUsage,
 		return DiskUsage{}, fmt.Errorf("usage of snapshot %s: %w", id, err)
 	}
 	return DiskUsage{Bytes: u.Size, Inodes: u.Inodes}, nil
+}
+
+// EmptyDirUsage is what emptyDir volume name of pod uid holds; a volume not made yet holds
+// nothing.
+func (r *Runtime) EmptyDirUsage(uid, name string) (DiskUsage, error) {
+	return DirUsage(volumeDir(r.cfg.RootDir, uid, volEmptyDir, name))
+}
+
+// RemoveEmptyDirs deletes pod uid's emptyDir volumes (a memory-backed one unmounted first), for a
+// pod whose containers have all stopped and which is not to see their content again: an evicted
+// pod (started again, it gets empty ones, as a new pod would). Nothing to remove is not an error.
+func (r *Runtime) RemoveEmptyDirs(uid string) error {
+	if uid == "" || strings.ContainsAny(uid, "/.") {
+		return fmt.Errorf("bad pod uid %q", uid)
+	}
+	dir := filepath.Join(podDir(r.cfg.RootDir, uid), "volumes", volEmptyDir)
+	if err := unmountUnder(dir); err != nil {
+		return fmt.Errorf("remove emptyDir volumes: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove emptyDir volumes: %w", err)
+	}
+	return nil
 }
 
 // PodVolumesUsage is what pod uid's local volumes (emptyDir and the files podkeeper generates for
