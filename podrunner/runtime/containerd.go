@@ -665,16 +665,17 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		}
 	}
 	tReady := time.Now()
-	if at, late := restampStart(parseTime(labels[LabelStartedAt]), tReady); late {
-		labels[LabelStartedAt] = formatTime(at)
-		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
-			rec.StartedAt = at
-		}
-	}
 	if err := task.Start(ctx); err != nil {
 		_, _ = r.deleteTask(ctx, id, task, time.Time{}, containerd.WithProcessKill)
 		tio.close()
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to start containerd task %q: %w", id, err))
+	}
+	// As containerd's CRI, the container started when its task's start returned.
+	if at, late := restampStart(parseTime(labels[LabelStartedAt]), time.Now()); late {
+		labels[LabelStartedAt] = formatTime(at)
+		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
+			rec.StartedAt = at
+		}
 	}
 	r.mu.Lock()
 	r.running[id] = tio
@@ -699,7 +700,8 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 const startedAtSlack = 500 * time.Millisecond
 
 // restampStart says whether a container's started-at label, stamped when its create began, is
-// to be rewritten with the time of its task's start, and with what: status.startedAt and the
+// to be rewritten with the time its task's start returned (containerd's CRI reports that time),
+// and with what: status.startedAt and the
 // probes' initialDelaySeconds count from it, and a stamp seconds early (a loaded machine)
 // started liveness probes at once on a process that had not begun (found by make conformance:
 // a Go server killed before its SIGTERM handler existed). Within startedAtSlack the label stays
