@@ -93,10 +93,12 @@ func hugePageSize(name corev1.ResourceName) string {
 	return s
 }
 
-// ContainerResources are the limits of one container's own cgroup (the OCI spec's
+// ContainerResources are the limits of container c's own cgroup (the OCI spec's
 // linux.resources): shares from the CPU request, CFS quota from the CPU limit, memory and
-// hugepages limits. A container without a CPU request gets 2 shares, as the kubelet gives it.
-func ContainerResources(c *corev1.Container) Resources {
+// hugepages limits. A container without a CPU request gets 2 shares, as the kubelet gives it. In
+// a pod with pod-level resources (PodLevelSet) a container without its own CPU, memory or
+// hugepages limit gets the pod's, as the kubelet does.
+func ContainerResources(pod *corev1.Pod, c *corev1.Container) Resources {
 	r := Resources{CPUPeriod: QuotaPeriodUS}
 	req := c.Resources.Requests
 	lim := c.Resources.Limits
@@ -110,28 +112,40 @@ func ContainerResources(c *corev1.Container) Resources {
 	default:
 		r.CPUShares = MinShares
 	}
-	if hasLim {
+	var podLim corev1.ResourceList
+	if PodLevelSet(pod) {
+		podLim = pod.Spec.Resources.Limits
+	}
+	if !hasLim || cpuLim.IsZero() {
+		cpuLim, hasLim = podLim[corev1.ResourceCPU]
+	}
+	if hasLim && !cpuLim.IsZero() {
 		r.CPUQuota = MilliCPUToQuota(cpuLim.MilliValue(), QuotaPeriodUS)
 	}
-	if m, ok := lim[corev1.ResourceMemory]; ok {
+	if m, ok := lim[corev1.ResourceMemory]; ok && !m.IsZero() {
+		r.Memory = m.Value()
+	} else if m, ok := podLim[corev1.ResourceMemory]; ok {
 		r.Memory = m.Value()
 	}
-	for name, q := range lim {
-		if sz := hugePageSize(name); sz != "" {
-			if r.HugePages == nil {
-				r.HugePages = map[string]int64{}
+	for _, l := range []corev1.ResourceList{podLim, lim} { // the container's own win
+		for name, q := range l {
+			if sz := hugePageSize(name); sz != "" {
+				if r.HugePages == nil {
+					r.HugePages = map[string]int64{}
+				}
+				r.HugePages[sz] = q.Value()
 			}
-			r.HugePages[sz] = q.Value()
 		}
 	}
 	return r
 }
 
 // PodResources are the limits of a pod's cgroup, as the kubelet computes them: shares from the
-// sum of CPU requests; a CPU quota and a memory limit only when every container has that limit
-// (otherwise the pod is unbounded for it); the pod's effective values count an init container
-// alone when it needs more than all app containers together. BestEffort pods get 2 shares.
-// pidsLimit (podPidsLimit, 0 = none) bounds the whole pod.
+// pod's CPU request (PodRequests); a CPU quota and a memory limit only when every container has
+// that limit (otherwise the pod is unbounded for it); the pod's effective values count an init
+// container alone when it needs more than all app containers together. Pod-level limits
+// (spec.resources), where set, are the pod's CPU quota, memory and hugepages limits.
+// BestEffort pods get 2 shares. pidsLimit (podPidsLimit, 0 = none) bounds the whole pod.
 func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 	sum := func(ctrs []corev1.Container, get func(corev1.ResourceList) (int64, bool)) (int64, bool, int64, bool) {
 		var total, max int64
@@ -191,6 +205,22 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 			}
 		}
 	}
+	if PodLevelSet(pod) {
+		for name, q := range pod.Spec.Resources.Limits {
+			switch sz := hugePageSize(name); {
+			case q.IsZero():
+			case name == corev1.ResourceCPU:
+				r.CPUQuota = MilliCPUToQuota(q.MilliValue(), QuotaPeriodUS)
+			case name == corev1.ResourceMemory:
+				r.Memory = q.Value()
+			case sz != "":
+				if r.HugePages == nil {
+					r.HugePages = map[string]int64{}
+				}
+				r.HugePages[sz] = q.Value()
+			}
+		}
+	}
 	return r
 }
 
@@ -224,10 +254,16 @@ func (r Resources) Spec() *specs.LinuxResources {
 }
 
 // OOMScoreAdj is the oom_score_adj the kubelet gives a container of pod on a node with
-// memCapacity bytes: Guaranteed -997, BestEffort 1000, Burstable
+// memCapacity bytes: Guaranteed -997 (and a static pod of priority class system-node-critical,
+// such as kubeadm's control plane, whatever its class), BestEffort 1000, Burstable
 // 1000 - 1000*memoryRequest/memCapacity kept within [3, 999] (above any Guaranteed container,
-// below BestEffort ones).
+// below BestEffort ones). With a pod-level memory request, the part of it no container requests
+// is shared equally among all containers first; a sidecar scores no higher than the app
+// container requesting the least memory.
 func OOMScoreAdj(pod *corev1.Pod, c *corev1.Container, memCapacity int64) int {
+	if pod.Spec.PriorityClassName == "system-node-critical" {
+		return GuaranteedOOMScoreAdj
+	}
 	switch QOSClass(pod) {
 	case corev1.PodQOSGuaranteed:
 		return GuaranteedOOMScoreAdj
@@ -237,13 +273,29 @@ func OOMScoreAdj(pod *corev1.Pod, c *corev1.Container, memCapacity int64) int {
 	if memCapacity <= 0 {
 		return 999
 	}
-	var req int64
-	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
-		req = q.Value()
-	} else if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		req = q.Value()
+	memReq := func(c *corev1.Container) int64 {
+		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			return q.Value()
+		} else if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			return q.Value()
+		}
+		return 0
 	}
-	adj := 1000 - (1000*req)/memCapacity
+	var extra int64 // the pod-level request's share no container requests, per container
+	if PodLevelSet(pod) {
+		if q, ok := pod.Spec.Resources.Requests[corev1.ResourceMemory]; ok && !q.IsZero() {
+			agg := AggregateContainerRequests(pod)[corev1.ResourceMemory]
+			extra = max(q.Value()-agg.Value(), 0) / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+		}
+	}
+	adj := 1000 - (1000*(memReq(c)+extra))/memCapacity
+	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways && len(pod.Spec.Containers) > 0 {
+		least := memReq(&pod.Spec.Containers[0])
+		for i := range pod.Spec.Containers[1:] {
+			least = min(least, memReq(&pod.Spec.Containers[i+1]))
+		}
+		adj = min(adj, 1000-(1000*(least+extra))/memCapacity)
+	}
 	if adj < 1000+GuaranteedOOMScoreAdj {
 		return 1000 + GuaranteedOOMScoreAdj
 	}
@@ -263,25 +315,11 @@ func ClampOOMScoreAdj(want, floor int, canLower bool) (int, bool) {
 	return floor, true
 }
 
-// PodCPURequestMilli is the pod's CPU request in millicores as the kubelet counts it for cgroups:
-// the sum over the app containers (a missing request counts the limit), or the largest init
-// container's when that is more.
+// PodCPURequestMilli is the pod's CPU request in millicores as the kubelet counts it for cgroups
+// (PodRequests: the pod-level request, else its containers' aggregate).
 func PodCPURequestMilli(pod *corev1.Pod) int64 {
-	req := func(c corev1.Container) int64 {
-		q, ok := c.Resources.Requests[corev1.ResourceCPU]
-		if !ok {
-			q = c.Resources.Limits[corev1.ResourceCPU]
-		}
-		return q.MilliValue()
-	}
-	var sum, initMax int64
-	for _, c := range pod.Spec.Containers {
-		sum += req(c)
-	}
-	for _, c := range pod.Spec.InitContainers {
-		initMax = max(initMax, req(c))
-	}
-	return max(sum, initMax)
+	q := PodRequests(pod)[corev1.ResourceCPU]
+	return q.MilliValue()
 }
 
 // BurstableShares is the cpu.shares of the burstable QoS cgroup, as the kubelet sets it: the sum

@@ -45,7 +45,7 @@ func TestContainerResources(t *testing.T) {
 		{"hugepages", corev1.ResourceRequirements{Limits: res("hugepages-2Mi", "4Mi")}, Resources{CPUShares: 2, CPUPeriod: QuotaPeriodUS, HugePages: map[string]int64{"2MB": 4 << 20}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ContainerResources(&corev1.Container{Resources: tc.r})
+			got := ContainerResources(&corev1.Pod{}, &corev1.Container{Resources: tc.r})
 			if got.CPUShares != tc.want.CPUShares || got.CPUQuota != tc.want.CPUQuota || got.Memory != tc.want.Memory || len(got.HugePages) != len(tc.want.HugePages) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}

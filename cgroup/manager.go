@@ -153,7 +153,7 @@ func (m *Manager) ContainerSpec(pod *corev1.Pod, c *corev1.Container, id string)
 	if c == nil { // the sandbox: no limits of its own, the kubelet's sandbox score
 		return p, nil, m.oomAdj(SandboxOOMScoreAdj)
 	}
-	return p, ContainerResources(c).Spec(), m.oomAdj(OOMScoreAdj(pod, c, m.memoryCap))
+	return p, ContainerResources(pod, c).Spec(), m.oomAdj(OOMScoreAdj(pod, c, m.memoryCap))
 }
 
 func (m *Manager) oomAdj(want int) int {

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/cgroup"
 )
 
 // Defaults applied to fields podkeeper reads, matching the API server's.
@@ -50,6 +52,7 @@ func applyDefaults(pod *corev1.Pod) {
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i], spec.HostNetwork)
 	}
+	defaultPodLevelRequests(pod)
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}
@@ -184,4 +187,34 @@ func defaultPullPolicy(image string) corev1.PullPolicy {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
+}
+
+// defaultPodLevelRequests fills in the pod-level requests (spec.resources) of a pod with pod-level
+// limits, as the API server does: a CPU or memory request missing there is the containers'
+// aggregate request when any container requests it, and any other missing request is the
+// pod-level limit. (The kubelet 1.37 without an API server skips this, since the API server took
+// it over: there a pod with pod-level limits only is Burstable with 2 CPU shares; here, as in a
+// cluster, it is Guaranteed.)
+func defaultPodLevelRequests(pod *corev1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	req := r.Requests
+	if req == nil {
+		req = corev1.ResourceList{}
+	}
+	for name, q := range cgroup.AggregateContainerRequests(pod) {
+		if _, ok := req[name]; !ok && (name == corev1.ResourceCPU || name == corev1.ResourceMemory) {
+			req[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := req[name]; !ok && cgroup.PodLevelResource(name) {
+			req[name] = q.DeepCopy()
+		}
+	}
+	if len(req) > 0 {
+		r.Requests = req
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podkeeper/podkeeper/cgroup"
 )
 
 var (
@@ -111,6 +113,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		}
 	}
 	errs = append(errs, validatePodProbes(pod, spec)...)
+	errs = append(errs, validatePodResources(&pod.Spec, spec.Child("resources"))...)
 
 	if !slices.Contains(supportedRestartPolicies, pod.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy, supportedRestartPolicies))
@@ -533,6 +536,50 @@ func validateResources(r corev1.ResourceRequirements, p *field.Path) field.Error
 		req := r.Requests[corev1.ResourceName(name)]
 		if lim, ok := r.Limits[corev1.ResourceName(name)]; ok && req.Cmp(lim) > 0 {
 			errs = append(errs, field.Invalid(p.Child("requests").Key(name), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
+// validatePodResources checks pod-level resources (spec.resources) as the API server does: only
+// cpu, memory and hugepages, no claims, requests within limits, requests at least what the
+// containers request together, and no container limit above the pod's.
+func validatePodResources(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	r := spec.Resources
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, l := range []struct {
+		list corev1.ResourceList
+		p    *field.Path
+	}{{r.Limits, p.Child("limits")}, {r.Requests, p.Child("requests")}} {
+		for _, name := range sortedKeys(l.list) {
+			if !cgroup.PodLevelResource(corev1.ResourceName(name)) {
+				errs = append(errs, field.NotSupported(l.p.Key(name), name, []string{"cpu", "memory", "hugepages-<size>"}))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	errs = validateResources(*r, p)
+	if len(r.Claims) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("claims"), "claims may not be set for Resources at pod-level"))
+	}
+	agg := cgroup.AggregateContainerRequests(&corev1.Pod{Spec: *spec})
+	for _, name := range sortedKeys(agg) {
+		want := agg[corev1.ResourceName(name)]
+		if got, ok := r.Requests[corev1.ResourceName(name)]; ok && want.Cmp(got) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(name), got.String(), fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", want.String())))
+		}
+	}
+	for i, c := range spec.Containers {
+		for _, name := range sortedKeys(c.Resources.Limits) {
+			lim := c.Resources.Limits[corev1.ResourceName(name)]
+			if pod, ok := r.Limits[corev1.ResourceName(name)]; ok && lim.Cmp(pod) > 0 {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "containers").Index(i).Child("resources", "limits").Key(name), lim.String(), fmt.Sprintf("must be less than or equal to pod limits of %s", pod.String())))
+			}
 		}
 	}
 	return errs

@@ -21,37 +21,11 @@ import (
 // AdmissionRetry is how often a rejected pod is checked again.
 const AdmissionRetry = 10 * time.Second
 
-// PodRequests is what a pod asks of the node: per resource, the larger of the sum over its app
-// containers and the largest init container (requests; a missing request counts its limit).
+// PodRequests is what a pod asks of the node, per resource: its pod-level request where set,
+// else the larger of the sum over its app containers and sidecars and the largest init container
+// (with the sidecars before it); a missing request counts its limit (cgroup.PodRequests).
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	get := func(c corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
-		if q, ok := c.Resources.Requests[name]; ok {
-			return q, true
-		}
-		q, ok := c.Resources.Limits[name]
-		return q, ok
-	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		var sum, initMax resource.Quantity
-		for _, c := range pod.Spec.Containers {
-			if q, ok := get(c, name); ok {
-				sum.Add(q)
-			}
-		}
-		for _, c := range pod.Spec.InitContainers {
-			if q, ok := get(c, name); ok && q.Cmp(initMax) > 0 {
-				initMax = q.DeepCopy()
-			}
-		}
-		if initMax.Cmp(sum) > 0 {
-			sum = initMax
-		}
-		if !sum.IsZero() {
-			out[name] = sum
-		}
-	}
-	return out
+	return cgroup.PodRequests(pod)
 }
 
 // Admit decides whether pod fits next to the admitted pods in allocatable. On refusal it returns

@@ -3,6 +3,8 @@ package podrunner
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podkeeper/podkeeper/cgroup"
 )
 
 // The resources a pod's status reports, as the kubelet 1.37 does (in-place resize is GA there):
@@ -45,11 +47,21 @@ func containerStatusResources(c *corev1.Container) (corev1.ResourceList, *corev1
 }
 
 // podStatusResources returns the pod's allocatedResources (PodRequests) and resources: the
-// requests, and per resource the sum of the app containers' limits when every one has it.
+// requests, and per resource its pod-level limit, else the sum of the app containers' limits
+// when every one has it.
 func podStatusResources(pod *corev1.Pod) (corev1.ResourceList, *corev1.ResourceRequirements) {
 	req := pick(PodRequests(pod))
 	var lim corev1.ResourceList
 	for _, n := range statusResourceNames {
+		if cgroup.PodLevelSet(pod) {
+			if q, ok := pod.Spec.Resources.Limits[n]; ok {
+				if lim == nil {
+					lim = corev1.ResourceList{}
+				}
+				lim[n] = q.DeepCopy()
+				continue
+			}
+		}
 		var sum resource.Quantity
 		all := len(pod.Spec.Containers) > 0
 		for _, c := range pod.Spec.Containers {

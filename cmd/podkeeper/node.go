@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 )
 
@@ -182,6 +183,8 @@ func describeNode(out io.Writer, n *corev1.Node, pods []corev1.Pod, now time.Tim
 	tw.Flush()
 }
 
+// podLimits is the pod's CPU and memory limits: pod-level ones where set, else the sum of its
+// containers'.
 func podLimits(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range p.Spec.Containers {
@@ -190,6 +193,13 @@ func podLimits(p *corev1.Pod) corev1.ResourceList {
 				v := out[name]
 				v.Add(q)
 				out[name] = v
+			}
+		}
+	}
+	if cgroup.PodLevelSet(p) {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := p.Spec.Resources.Limits[name]; ok {
+				out[name] = q.DeepCopy()
 			}
 		}
 	}

@@ -124,3 +124,64 @@ func TestSystemdDriverWithoutSystemdFailsAtStart(t *testing.T) {
 		}
 	}
 }
+
+// Pod-level resources (spec.resources, on by default since Kubernetes 1.34): a pod with only
+// pod-level limits is Guaranteed (its requests default to its limits, as the API server defaults
+// them), its cgroup and its container without limits of its own are held to them, and the
+// downward API gives that container the pod's limit.
+func TestPodLevelResources(t *testing.T) {
+	parent := fmt.Sprintf("pke-plr-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	a := startAgent(t, "pk-e2e-plr")
+	a.write("plr.yaml", podYAML("plr", "Always", 1, "  resources:\n    limits:\n      cpu: 500m\n      memory: 64Mi\n",
+		shContainer("c", "echo mem=$MEM; sleep 3600", "    env:\n    - name: MEM\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.memory\n          divisor: 1Mi\n")))
+	p := a.waitPod(60*time.Second, "plr-"+node, "plr running", running)
+	if p.Status.QOSClass != corev1.PodQOSGuaranteed {
+		t.Errorf("qosClass %s, want Guaranteed", p.Status.QOSClass)
+	}
+	if r := p.Status.Resources; r == nil || r.Limits.Memory().String() != "64Mi" || r.Requests.Cpu().String() != "500m" {
+		t.Errorf("status.resources %+v, want the pod-level limits and requests", r)
+	}
+	a.eventually(20*time.Second, "the downward API gives the pod's memory limit", func() (bool, string) {
+		out, err := a.cli("logs", "plr-"+node)
+		return err == nil && strings.Contains(out, "mem=64\n"), out
+	})
+	var podDir string
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", parent), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "pod"+string(p.UID) {
+			podDir = path
+		}
+		return nil
+	})
+	if podDir == "" {
+		t.Fatalf("no memory cgroup for pod %s under %s", p.UID, parent)
+	}
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := read(filepath.Join(podDir, "memory.limit_in_bytes")); got != "67108864" {
+		t.Errorf("pod memory.limit_in_bytes %s, want 67108864", got)
+	}
+	cpuDir := strings.Replace(podDir, "/sys/fs/cgroup/memory/", "/sys/fs/cgroup/cpu/", 1)
+	if got := read(filepath.Join(cpuDir, "cpu.cfs_quota_us")); got != "50000" {
+		t.Errorf("pod cpu.cfs_quota_us %s, want 50000", got)
+	}
+	ctrs, _ := os.ReadDir(podDir)
+	n := 0
+	for _, e := range ctrs {
+		if !e.IsDir() {
+			continue
+		}
+		if limit := read(filepath.Join(podDir, e.Name(), "memory.limit_in_bytes")); limit == "67108864" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("no container cgroup in %s holds the pod's 64Mi limit", podDir)
+	}
+}

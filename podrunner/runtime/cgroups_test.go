@@ -155,6 +155,48 @@ func TestContainersLandInTheirPodCgroupWithLimits(t *testing.T) {
 	}
 }
 
+// Pod-level resources (spec.resources): the pod cgroup takes the pod's limits and its CPU
+// request, a container without limits of its own gets the pod's limits, one with its own keeps
+// them; a memory hog without a limit of its own is OOM-killed at the pod's.
+func TestPodLevelResourcesInCgroups(t *testing.T) {
+	rt, cg, ctx := newCgroupRuntime(t)
+	bare, own := sh("bare", "sleep 60"), sh("own", "sleep 60")
+	own.Resources = corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "32Mi"), Limits: rl("cpu", "100m", "memory", "32Mi")}
+	pod := testPod(t, bare, own)
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "64Mi"), Limits: rl("cpu", "500m", "memory", "64Mi")}
+	if got := cgroup.QOSClass(pod); got != corev1.PodQOSGuaranteed {
+		t.Fatalf("QoS %s, want Guaranteed (pod-level requests = limits)", got)
+	}
+	_, ctrs := startPod(t, rt, ctx, pod, t.TempDir())
+	l := cg.Layout()
+	podDir := l.PodDir(corev1.PodQOSGuaranteed, pod.UID)
+	for _, f := range []struct{ ctrl, dir, file, want string }{
+		{"memory", podDir, "memory.limit_in_bytes", "67108864"},
+		{"cpu", podDir, "cpu.cfs_quota_us", "50000"},
+		{"cpu", podDir, "cpu.shares", "512"},
+		{"memory", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "memory.limit_in_bytes", "67108864"},
+		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "cpu.cfs_quota_us", "50000"},
+		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "cpu.shares", "2"},
+		{"memory", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[1].ID), "memory.limit_in_bytes", "33554432"},
+		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[1].ID), "cpu.cfs_quota_us", "10000"},
+	} {
+		if got := cgFile(t, cg, f.ctrl, f.dir, f.file); got != f.want {
+			t.Errorf("%s/%s = %s, want %s", f.dir, f.file, got, f.want)
+		}
+	}
+
+	hog := sh("hog", "head -c 128m /dev/zero | tail")
+	hogPod := testPod(t, hog)
+	hogPod.Name += "-hog"
+	hogPod.UID += "-hog"
+	hogPod.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("memory", "32Mi")}
+	_, hctrs := startPod(t, rt, ctx, hogPod, t.TempDir())
+	waitExited(t, rt, ctx, string(hogPod.UID), hctrs[0].ID)
+	if rec, err := rt.RecordExit(ctx, hctrs[0].ID); err != nil || rec.Reason != "OOMKilled" || rec.ExitCode != 137 {
+		t.Errorf("memory hog under a 32Mi pod-level limit ended %s (exit %d, %v), want OOMKilled (137)", rec.Reason, rec.ExitCode, err)
+	}
+}
+
 func TestMemoryHogEndsOOMKilled(t *testing.T) {
 	rt, _, ctx := newCgroupRuntime(t)
 	c := sh("hog", "head -c 128m /dev/zero | tail")

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 )
 
@@ -335,7 +336,8 @@ func subscript(path, prefix string) (string, bool) {
 }
 
 // ResourceFieldValue resolves a resourceFieldRef (limits/requests of cpu, memory,
-// ephemeral-storage) as the kubelet does: a missing limit is the node's allocatable; the value is
+// ephemeral-storage) as the kubelet does: a missing limit is the pod-level limit, else the node's
+// allocatable; the value is
 // divided by divisor (default 1) and rounded up; a missing request is the limit (as the API
 // defaults it), else 0.
 func ResourceFieldValue(pod *corev1.Pod, ref *corev1.ResourceFieldSelector, nodeAlloc corev1.ResourceList) (string, error) {
@@ -361,6 +363,10 @@ func ResourceFieldValue(pod *corev1.Pod, ref *corev1.ResourceFieldSelector, node
 	var have bool
 	if kind == "limits" {
 		q, have = c.Resources.Limits[name]
+		if !have && cgroup.PodLevelSet(pod) {
+			q, have = pod.Spec.Resources.Limits[name] // the pod's limit bounds the container
+			have = have && !q.IsZero()
+		}
 		if !have {
 			q, have = nodeAlloc[name]
 		}

@@ -149,6 +149,14 @@ func TestFieldAndResourceRefs(t *testing.T) {
 			t.Errorf("%s / %q = %q, %v; want %q", tc.res, tc.div, got, err, tc.want)
 		}
 	}
+	// With pod-level limits, a container without its own limit sees the pod's, not the node's.
+	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}
+	if got, err := ResourceFieldValue(pod, &corev1.ResourceFieldSelector{ContainerName: "main", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}, alloc); err != nil || got != "1500" {
+		t.Errorf("limits.cpu under a pod-level limit = %q, %v; want 1500", got, err)
+	}
+	if got, err := ResourceFieldValue(pod, &corev1.ResourceFieldSelector{ContainerName: "main", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}, alloc); err != nil || got != "64" {
+		t.Errorf("limits.memory (the container's own) = %q, %v; want 64", got, err)
+	}
 }
 
 func TestWriteAtomicSwapsDataLink(t *testing.T) {

@@ -29,6 +29,9 @@ func podDoc(name, policy, extra string, containers ...string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  restartPolicy: %s\n  terminationGracePeriodSeconds: 2\n%s  containers:\n%s", name, policy, extra, strings.Join(containers, ""))
 }
 
+// conformanceBatch is the most scenarios run at once (see runConformance).
+const conformanceBatch = 24
+
 var scenarios = []scenario{
 	{"running", "a sleeper, restartPolicy Always", podDoc("cf-running", "Always", "", sh("c", sleeper))},
 	{"succeeded", "exit 0 under Never", podDoc("cf-succeeded", "Never", "", sh("c", "exit 0"))},
@@ -46,6 +49,9 @@ var scenarios = []scenario{
 	{"burstable", "requests only (QoS Burstable)", podDoc("cf-burstable", "Always", "", sh("c", sleeper)+resources("50m", "32Mi", "", ""))},
 	{"oomkilled", "a 24Mi memory limit and a shell that allocates more, under Never", podDoc("cf-oom", "Never", "", sh("c", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"))},
 	{"init-resources", "an init container asking more than the app (pod requests = the init's)", podDoc("cf-initres", "Always", "  initContainers:\n"+sh("init", "exit 0")+resources("300m", "48Mi", "", ""), sh("c", sleeper)+resources("100m", "16Mi", "", "32Mi"))},
+	{"pod-level-limits", "pod-level limits only (spec.resources), a container without resources", podDoc("cf-podlim", "Always", "  resources:\n    limits:\n      cpu: 500m\n      memory: 64Mi\n", sh("c", sleeper))},
+	{"pod-level-equal", "pod-level requests = limits, a container with a smaller limit", podDoc("cf-podeq", "Always", "  resources:\n    requests:\n      cpu: 200m\n      memory: 64Mi\n    limits:\n      cpu: 200m\n      memory: 64Mi\n", sh("c", sleeper)+resources("", "", "100m", "32Mi"))},
+	{"pod-level-requests", "pod-level requests only", podDoc("cf-podreq", "Always", "  resources:\n    requests:\n      cpu: 100m\n      memory: 32Mi\n", sh("c", sleeper))},
 	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
 	{"startup-probe", "an exec startup probe that passes after about 3 s", podDoc("cf-startup", "Always", "", sh("c", "sleep 3; touch /tmp/started; "+sleeper)+
 		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/tmp/started\"]\n      periodSeconds: 1\n      failureThreshold: 30\n")},
@@ -234,45 +240,74 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		}
 		return m
 	}
-	for _, s := range scenarios {
-		for _, dir := range []string{pk.manifests, kb.manifests} {
-			tmp := filepath.Join(filepath.Dir(dir), "."+s.name)
-			if err := os.WriteFile(tmp, []byte(s.spec), 0o644); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, filepath.Join(dir, s.name+".yaml")); err != nil {
-				return err
-			}
-		}
-	}
 	// Both are sampled every second until settle: the last sample is compared field by field, and
 	// for the state fields the set of values each side showed over the whole window (one instant
-	// cannot tell a status that lags from one that is wrong).
+	// cannot tell a status that lags from one that is wrong). The scenarios run in batches of at
+	// most conformanceBatch: all of them at once on both sides (88 pods on 2 cores) overloaded the
+	// shared containerd so that starts took longer than the window.
 	seenPK, seenKB := map[string]map[string]bool{}, map[string]map[string]bool{}
-	var lastPK, lastKB map[string]*corev1.Pod
-	deadline := time.Now().Add(settle)
-	for {
-		pl, err := pk.api.Pods(ctx)
-		if err != nil {
-			return err
+	lastPK, lastKB := map[string]*corev1.Pod{}, map[string]*corev1.Pod{}
+	nb := (len(scenarios) + conformanceBatch - 1) / conformanceBatch
+	for b := 0; b < nb; b++ {
+		batch := scenarios[b*len(scenarios)/nb : (b+1)*len(scenarios)/nb]
+		for _, s := range batch {
+			for _, dir := range []string{pk.manifests, kb.manifests} {
+				tmp := filepath.Join(filepath.Dir(dir), "."+s.name)
+				if err := os.WriteFile(tmp, []byte(s.spec), 0o644); err != nil {
+					return err
+				}
+				if err := os.Rename(tmp, filepath.Join(dir, s.name+".yaml")); err != nil {
+					return err
+				}
+			}
 		}
-		kl, err := kb.pods(ctx)
-		if err != nil {
-			return err
+		deadline := time.Now().Add(settle)
+		for {
+			pl, err := pk.api.Pods(ctx)
+			if err != nil {
+				return err
+			}
+			kl, err := kb.pods(ctx)
+			if err != nil {
+				return err
+			}
+			ps, ks := byName(pl.Items), byName(kl)
+			for _, sc := range batch {
+				name := podNameOf(sc.spec) + "-" + nodeName
+				lastPK[name], lastKB[name] = ps[name], ks[name]
+				noteSeen(seenPK, sc.name, ps[name])
+				noteSeen(seenKB, sc.name, ks[name])
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
 		}
-		lastPK, lastKB = byName(pl.Items), byName(kl)
-		for _, sc := range scenarios {
-			name := podNameOf(sc.spec) + "-" + nodeName
-			noteSeen(seenPK, sc.name, lastPK[name])
-			noteSeen(seenKB, sc.name, lastKB[name])
-		}
-		if time.Now().After(deadline) {
+		if b == nb-1 {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		// The next batch starts once this one is gone from both.
+		for _, s := range batch {
+			for _, dir := range []string{pk.manifests, kb.manifests} {
+				if err := os.Remove(filepath.Join(dir, s.name+".yaml")); err != nil {
+					return err
+				}
+			}
+		}
+		gone := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(gone) {
+			pl, err1 := pk.api.Pods(ctx)
+			kl, err2 := kb.pods(ctx)
+			if err1 == nil && err2 == nil && len(pl.Items) == 0 && len(kl) == 0 {
+				break
+			}
+			if err := pause(ctx, time.Second); err != nil {
+				return err
+			}
 		}
 	}
 	var diffs, seenDiffs []difference
@@ -327,7 +362,7 @@ func conformanceMarkdown(settle time.Duration, total int, diffs []difference, se
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
 	w("# Conformance: podkeeper against the real kubelet\n\n")
-	w("Generated by `make conformance` (bench/cmd/pkbench -conformance) on %s. The same manifests are dropped into podkeeper's manifest directory and into the staticPodPath of the real kubelet (standalone, built from k8s.io/kubernetes in bench/kubelet), both on containerd 1.6.20 with the same busybox image; both are sampled every second for %v; the last sample of the pod status each reports (podkeeper's local API, the kubelet's read-only `/pods`) is compared field by field, and for the state fields (phase, conditions, container states and reasons, exit codes, ready/started) so is the set of values each side showed over the whole window. Times, container and image IDs and IPs are left out.\n\n", time.Now().UTC().Format(time.RFC3339), settle)
+	w("Generated by `make conformance` (bench/cmd/pkbench -conformance) on %s. The same manifests are dropped into podkeeper's manifest directory and into the staticPodPath of the real kubelet (standalone, built from k8s.io/kubernetes in bench/kubelet), both on containerd 1.6.20 with the same busybox image, in batches of at most %d scenarios (the next batch once the last is gone from both); both are sampled every second for %v; the last sample of the pod status each reports (podkeeper's local API, the kubelet's read-only `/pods`) is compared field by field, and for the state fields (phase, conditions, container states and reasons, exit codes, ready/started) so is the set of values each side showed over the whole window. Times, container and image IDs and IPs are left out.\n\n", time.Now().UTC().Format(time.RFC3339), conformanceBatch, settle)
 	w("| scenario | what |\n|---|---|\n")
 	for _, s := range scenarios {
 		w("| %s | %s |\n", s.name, s.what)

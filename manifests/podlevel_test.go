@@ -1,0 +1,74 @@
+package manifests
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podLevel is pod("a") with pod-level resources res (YAML under spec.resources) and the
+// container's resources ctr (YAML under the container's resources, "" none).
+func podLevel(res, ctr string) string {
+	p := pod("a")
+	if ctr != "" {
+		p += "    resources:\n" + ctr
+	}
+	return p + "  resources:\n" + res
+}
+
+func TestPodLevelResourcesDefaulted(t *testing.T) {
+	for _, tc := range []struct {
+		name, res, ctr string
+		want           map[string]string // pod-level requests after defaulting
+	}{
+		{"limits only: requests = limits", "    limits:\n      cpu: 500m\n      memory: 64Mi\n", "", map[string]string{"cpu": "500m", "memory": "64Mi"}},
+		{"a container's request wins over the pod limit", "    limits:\n      cpu: \"1\"\n      memory: 64Mi\n", "      requests:\n        cpu: 200m\n",
+			map[string]string{"cpu": "200m", "memory": "64Mi"}},
+		{"a request given stays", "    requests:\n      cpu: 300m\n    limits:\n      cpu: \"1\"\n", "", map[string]string{"cpu": "300m"}},
+		{"requests only: nothing defaulted", "    requests:\n      memory: 32Mi\n", "", map[string]string{"memory": "32Mi"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := mustDecode(t, "/etc/pods/x.yaml", podLevel(tc.res, tc.ctr))
+			got := pods[0].Spec.Resources.Requests
+			if len(got) != len(tc.want) {
+				t.Fatalf("requests %v, want %v", got, tc.want)
+			}
+			for n, v := range tc.want {
+				if q := got[corev1.ResourceName(n)]; q.String() != v {
+					t.Errorf("%s: %s, want %s", n, q.String(), v)
+				}
+			}
+		})
+	}
+}
+
+func TestPodLevelResourcesValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name, res, ctr string
+		want           []string
+	}{
+		{"unsupported name", "    limits:\n      ephemeral-storage: 1Gi\n", "",
+			[]string{`doc 0: spec.resources.limits[ephemeral-storage]: Unsupported value: "ephemeral-storage": supported values: "cpu", "memory", "hugepages-<size>"`}},
+		{"request above limit", "    requests:\n      memory: 128Mi\n    limits:\n      memory: 64Mi\n", "",
+			[]string{"doc 0: spec.resources.requests[memory]: Invalid value: \"128Mi\": must be less than or equal to memory limit of 64Mi"}},
+		{"pod request below the containers'", "    requests:\n      cpu: 100m\n", "      requests:\n        cpu: 200m\n",
+			[]string{"doc 0: spec.resources.requests[cpu]: Invalid value: \"100m\": must be greater than or equal to aggregate container requests of 200m"}},
+		{"container limit above the pod's", "    limits:\n      memory: 64Mi\n", "      limits:\n        memory: 128Mi\n",
+			// The container's request defaults to its limit and the pod's to the containers': both
+			// are reported, as the API server does.
+			[]string{"doc 0: spec.resources.requests[memory]: Invalid value: \"128Mi\": must be less than or equal to memory limit of 64Mi",
+				"doc 0: spec.containers[0].resources.limits[memory]: Invalid value: \"128Mi\": must be less than or equal to pod limits of 64Mi"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := mustFail(t, podLevel(tc.res, tc.ctr))
+			var got []string
+			for _, p := range fe.Problems {
+				got = append(got, p.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
