@@ -72,3 +72,12 @@ func TestPodLevelResourcesValidated(t *testing.T) {
 		})
 	}
 }
+
+func TestSupplementalGroupsPolicyValidated(t *testing.T) {
+	fe := mustFail(t, pod("a")+"  securityContext:\n    supplementalGroupsPolicy: Loose\n")
+	want := `doc 0: spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"`
+	if len(fe.Problems) != 1 || fe.Problems[0].String() != want {
+		t.Errorf("problems %v, want %q", fe.Problems, want)
+	}
+	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"  securityContext:\n    supplementalGroupsPolicy: Strict\n")
+}

@@ -140,6 +140,9 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		errs = append(errs, nonNegativeID(sp.Child("runAsUser"), sc.RunAsUser)...)
 		errs = append(errs, nonNegativeID(sp.Child("runAsGroup"), sc.RunAsGroup)...)
 		errs = append(errs, nonNegativeID(sp.Child("fsGroup"), sc.FSGroup)...)
+		if p := sc.SupplementalGroupsPolicy; p != nil && *p != corev1.SupplementalGroupsPolicyMerge && *p != corev1.SupplementalGroupsPolicyStrict {
+			errs = append(errs, field.NotSupported(sp.Child("supplementalGroupsPolicy"), *p, []corev1.SupplementalGroupsPolicy{corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict}))
+		}
 		for i, g := range sc.SupplementalGroups {
 			errs = append(errs, nonNegativeID(sp.Child("supplementalGroups").Index(i), &g)...)
 		}

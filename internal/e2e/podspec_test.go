@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/internal/ociimage"
 )
 
 // Pod spec fields the kubelet acts on and podkeeper once ignored: readinessGates hold the pod's
@@ -68,5 +73,51 @@ func TestReadinessGatesHostUsersAppArmor(t *testing.T) {
 	r := a.waitPod(10*time.Second, "rtclass-e2e", "pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
 	if recs := a.records(string(r.UID)); len(recs) != 0 {
 		t.Errorf("a pod naming a RuntimeClass got containers: %+v", recs)
+	}
+}
+
+// supplementalGroupsPolicy: Merge (the default) gives the process the groups the image's
+// /etc/group lists its user in, for the image's user and for a runAsUser alike (as containerd's
+// CRI); Strict gives none of them, only the primary group, fsGroup and supplementalGroups. The
+// kubelet 1.37 on containerd 1.6 refuses Strict (the runtime cannot do it); podkeeper writes the
+// process's groups itself, so it can.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	a := startAgent(t, "pk-e2e-groups")
+	img := ociimage.Config{Name: "docker.io/library/groups:1", ExtraFiles: map[string][]byte{
+		"/etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000::/:/bin/sh\n"),
+		"/etc/group":  []byte("root:x:0:\nwheel:x:10:root\nstaff:x:50:app\napp:x:1000:\n"),
+	}}
+	if err := ociimage.WriteBusyboxImageFile(filepath.Join(a.root, "images", "groups.tar"), img); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, sc string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n  securityContext:\n" + sc +
+			"  containers:\n  - name: c\n    image: docker.io/library/groups:1\n    imagePullPolicy: Never\n" +
+			"    command: [\"sh\", \"-c\", \"echo groups: $(id -G); sleep 3600\"]\n"
+	}
+	want := map[string][]string{
+		"merge-uid":   {"1000", "3000", "50"},
+		"strict-uid":  {"1000", "3000"},
+		"merge-root":  {"0", "10"},
+		"strict-root": {"0"},
+	}
+	a.write("merge-uid.yaml", pod("merge-uid", "    runAsUser: 1000\n    runAsGroup: 1000\n    supplementalGroups: [3000]\n"))
+	a.write("strict-uid.yaml", pod("strict-uid", "    runAsUser: 1000\n    runAsGroup: 1000\n    supplementalGroups: [3000]\n    supplementalGroupsPolicy: Strict\n"))
+	a.write("merge-root.yaml", pod("merge-root", "    supplementalGroupsPolicy: Merge\n"))
+	a.write("strict-root.yaml", pod("strict-root", "    supplementalGroupsPolicy: Strict\n"))
+	for name, groups := range want {
+		a.eventually(60*time.Second, name+" reports its groups", func() (bool, string) {
+			out, err := a.cli("logs", name+"-"+node)
+			if err != nil {
+				return false, out
+			}
+			_, list, ok := strings.Cut(strings.TrimSpace(out), "groups: ")
+			if !ok {
+				return false, out
+			}
+			got := strings.Fields(list)
+			sort.Strings(got)
+			return strings.Join(got, " ") == strings.Join(groups, " "), fmt.Sprintf("groups %v, want %v", got, groups)
+		})
 	}
 }

@@ -24,6 +24,7 @@ type effectiveSecurity struct {
 	RunAsUser, RunAsGroup    *int64
 	RunAsNonRoot             *bool
 	SupplementalGroups       []int64
+	GroupsPolicy             corev1.SupplementalGroupsPolicy // Merge (the default) or Strict
 	FSGroup                  *int64
 	Privileged               bool
 	ReadOnlyRootFilesystem   bool
@@ -38,6 +39,12 @@ func mergeSecurity(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
 	if p := pod.Spec.SecurityContext; p != nil {
 		e.RunAsUser, e.RunAsGroup, e.RunAsNonRoot = p.RunAsUser, p.RunAsGroup, p.RunAsNonRoot
 		e.SupplementalGroups, e.FSGroup, e.Seccomp, e.Sysctls = p.SupplementalGroups, p.FSGroup, p.SeccompProfile, p.Sysctls
+		if p.SupplementalGroupsPolicy != nil {
+			e.GroupsPolicy = *p.SupplementalGroupsPolicy
+		}
+	}
+	if e.GroupsPolicy == "" {
+		e.GroupsPolicy = corev1.SupplementalGroupsPolicyMerge
 	}
 	if s := c.SecurityContext; s != nil {
 		if s.RunAsUser != nil {
@@ -201,6 +208,38 @@ func withGroups(gids []int64) oci.SpecOpts {
 	}
 }
 
+// withPrimaryGroupOnly drops every supplementary group but the primary one (Strict policy; the
+// pod's fsGroup and supplementalGroups are added after it).
+func withPrimaryGroupOnly() oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		s.Process.User.AdditionalGids = []uint32{s.Process.User.GID}
+		return nil
+	}
+}
+
+// withUserGroups adds the groups the image's /etc/group lists user (a name or a UID) in to the
+// process's (Merge policy), keeping those it has.
+func withUserGroups(user string) oci.SpecOpts {
+	return func(ctx context.Context, client oci.Client, c *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		had := s.Process.User.AdditionalGids
+		if err := oci.WithAdditionalGIDs(user)(ctx, client, c, s); err != nil {
+			return fmt.Errorf("groups of user %s in the image: %w", user, err)
+		}
+		for _, g := range had {
+			if !slices.Contains(s.Process.User.AdditionalGids, g) {
+				s.Process.User.AdditionalGids = append(s.Process.User.AdditionalGids, g)
+			}
+		}
+		return nil
+	}
+}
+
 // withGID sets the process's primary group (runAsGroup), keeping the user.
 func withGID(gid uint32) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
@@ -255,6 +294,15 @@ func securityOpts(root string, pod *corev1.Pod, c *corev1.Container, imageUser s
 		opts = append(opts, oci.WithUserID(uint32(*e.RunAsUser))) // group from the image's /etc/passwd
 	case e.RunAsGroup != nil:
 		opts = append(opts, withGID(uint32(*e.RunAsGroup)))
+	}
+	// The groups of the image's /etc/group: WithImageConfig gave the process those of the image's
+	// USER; a runAsUser replaced them with its primary group alone. Merge (the default) gives the
+	// effective user's, as containerd's CRI does; Strict none at all.
+	switch {
+	case e.GroupsPolicy == corev1.SupplementalGroupsPolicyStrict:
+		opts = append(opts, withPrimaryGroupOnly())
+	case e.RunAsUser != nil:
+		opts = append(opts, withUserGroups(strconv.FormatInt(*e.RunAsUser, 10)))
 	}
 	var groups []int64
 	if e.FSGroup != nil {
