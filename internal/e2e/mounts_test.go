@@ -117,3 +117,45 @@ func TestMountPropagationAndRecursiveReadOnly(t *testing.T) {
 		return w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "not a shared or slave mount")
 	})
 }
+
+// subPathExpr mounts only the expanded subdirectory of its volume (it was ignored, so the whole
+// volume was mounted: every other pod's directory of a shared hostPath in reach); a subPath that
+// a container turned into a symlink out of the volume is refused, never followed onto the host
+// (CVE-2017-1002101), and the subPath mounts go with the pod.
+func TestSubPathExprAndSymlinkEscape(t *testing.T) {
+	a := startAgent(t, "pk-e2e-subpath")
+	vol, _, dir := hostDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "other-pod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "other-pod", "private"), []byte("not yours"), 0o644)
+	a.write("expr.yaml", podYAML("expr", "Always", 1, vol, shContainer("c", "echo hi > /data/mine; ls /data; sleep 3600",
+		"    env:\n    - name: POD_NAME\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.name\n"+
+			"    volumeMounts:\n    - name: host\n      mountPath: /data\n      subPathExpr: $(POD_NAME)\n")))
+	p := a.waitPod(60*time.Second, "expr-"+node, "expr running", running)
+	if b, err := os.ReadFile(filepath.Join(dir, "expr-"+node, "mine")); err != nil || string(b) != "hi\n" {
+		t.Errorf("the container's write is not in <hostPath>/<pod name>: %v %q", err, b)
+	}
+	if out, err := a.cli("logs", "expr-"+node); err != nil || strings.Contains(out, "other-pod") {
+		t.Errorf("the container sees the whole volume (%v):\n%s", err, out)
+	}
+	a.write("escape.yaml", podYAML("escape", "Always", 1, "  volumes:\n  - name: shared\n    emptyDir: {}\n  initContainers:\n"+
+		shContainer("plant", "ln -s / /shared/evil", "    volumeMounts:\n    - name: shared\n      mountPath: /shared\n"),
+		shContainer("c", "ls /host; sleep 3600", "    volumeMounts:\n    - name: shared\n      mountPath: /host\n      subPath: evil\n")))
+	e := a.waitPod(60*time.Second, "escape-"+node, "the escaping subPath refused", func(p *corev1.Pod) bool {
+		w := status(p, "c").State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	if msg := status(e, "c").State.Waiting.Message; !strings.Contains(msg, "leads out of the volume") {
+		t.Errorf("message %q names no escape", msg)
+	}
+	if out, _ := a.cli("logs", "escape-"+node); strings.Contains(out, "etc") {
+		t.Fatalf("the container listed the host's root through the subPath:\n%s", out)
+	}
+	a.remove("expr.yaml")
+	a.waitGone(60*time.Second, "expr-"+node, string(p.UID))
+	ms, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(ms), filepath.Join(a.root, "pods", string(p.UID))) {
+		t.Errorf("a subPath mount of the removed pod is left:\n%s", ms)
+	}
+}

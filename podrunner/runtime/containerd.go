@@ -793,7 +793,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro)
+	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro, vars)
 	if err != nil {
 		return nil, err
 	}

@@ -195,14 +195,17 @@ func sandboxRefusal(pod *corev1.Pod) error {
 // host (volumes.go). configMap, secret, downwardAPI and projected volumes are always read-only.
 // rroSupported says the runtime makes recursively read-only mounts (recursiveReadOnly). It also
 // returns the rootfs propagation the mounts need (bindOptions; empty: the default, private).
-func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool) ([]specs.Mount, string, error) {
+//
+// A subPath (or a subPathExpr, expanded from env: the container's environment) is resolved
+// without leaving its volume and bind-mounted onto a path podkeeper owns (subpath.go).
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool, env map[string]string) ([]specs.Mount, string, error) {
 	vols := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	var out []specs.Mount
 	rootfs := ""
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		v, ok := vols[vm.Name]
 		if !ok {
 			return nil, "", fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
@@ -211,8 +214,15 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podr
 		if err != nil {
 			return nil, "", err
 		}
-		if vm.SubPath != "" {
-			if src, err = subPathSource(src, vm.SubPath); err != nil {
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			if sub, err = expandSubPathExpr(vm.SubPathExpr, env); err != nil {
+				return nil, "", fmt.Errorf("volume %q: subPathExpr %q: %w", v.Name, vm.SubPathExpr, err)
+			}
+		}
+		volSrc := src
+		if sub != "" {
+			if src, err = subPathMount(src, sub, subPathTarget(root, string(pod.UID), v.Name, c.Name, i)); err != nil {
 				return nil, "", fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 		}
@@ -222,7 +232,7 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podr
 		}
 		opts, need := bindOptions(vm, vm.ReadOnly || ro, rro)
 		if need != "" {
-			if err := checkSourcePropagation(src, need); err != nil {
+			if err := checkSourcePropagation(volSrc, need); err != nil {
 				return nil, "", fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 		}

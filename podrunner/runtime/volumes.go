@@ -723,21 +723,6 @@ func (r *Runtime) RefreshVolumes(pod *corev1.Pod, lookup podrunner.ConfigLookup)
 	return refreshVolumes(r.cfg.RootDir, pod, lookup, r.nodeAllocatable())
 }
 
-// subPathSource joins a volume's host dir with a mount's subPath, refusing escapes. A missing
-// subPath is created as a directory, as the kubelet does.
-func subPathSource(src, sub string) (string, error) {
-	if err := checkRelPath(sub); err != nil {
-		return "", fmt.Errorf("subPath: %w", err)
-	}
-	full := filepath.Join(src, sub)
-	if _, err := os.Stat(full); os.IsNotExist(err) {
-		if err := os.MkdirAll(full, 0o755); err != nil {
-			return "", fmt.Errorf("subPath %q: %w", sub, err)
-		}
-	}
-	return full, nil
-}
-
 // nodeAllocatable is what a container without limits may use: the machine's CPUs and memory
 // (resourceFieldRef limits default to it, as the kubelet's node allocatable).
 func (r *Runtime) nodeAllocatable() corev1.ResourceList {

@@ -3,8 +3,11 @@ package runtime
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -198,15 +201,6 @@ func TestWriteAtomicSwapsDataLink(t *testing.T) {
 
 func TestSubPathAndHostPathChecks(t *testing.T) {
 	src := t.TempDir()
-	for _, bad := range []string{"../etc", "/abs", "a/../../b"} {
-		if _, err := subPathSource(src, bad); err == nil {
-			t.Errorf("subPath %q must be refused", bad)
-		}
-	}
-	got, err := subPathSource(src, "new/dir")
-	if fi, serr := os.Stat(got); err != nil || serr != nil || !fi.IsDir() {
-		t.Errorf("missing subPath must be created as a dir: %v %v", err, serr)
-	}
 	file := filepath.Join(src, "f")
 	_ = os.WriteFile(file, []byte("x"), 0o644)
 	typ := func(t corev1.HostPathType) *corev1.HostPathType { return &t }
@@ -243,5 +237,108 @@ func TestTerminationMessageFromFile(t *testing.T) {
 	_ = os.WriteFile(empty, nil, 0o644)
 	if got := terminationMessage(map[string]string{LabelTermMsgFile: empty, LabelTermMsgPolicy: "FallbackToLogsOnError", LabelLogPath: filepath.Join(dir, "none.log")}, 1); got != "" {
 		t.Errorf("no file, no log: %q", got)
+	}
+}
+
+// A subPath is resolved inside its volume and bind-mounted onto podkeeper's own path: a missing
+// one is created, a symlink inside the volume is followed, one that leads out (a container could
+// have left it there, CVE-2017-1002101) or "..", an absolute path, is refused; a file subPath is
+// mounted as that file; a symlink swapped in after the mount changes nothing.
+func TestSubPathMountStaysInsideTheVolume(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (bind mounts)")
+	}
+	root := t.TempDir()
+	vol := filepath.Join(root, "vol")
+	outside := filepath.Join(root, "secret")
+	for _, d := range []string{vol, outside, filepath.Join(vol, "real")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(outside, "key"), []byte("host secret"), 0o600)
+	_ = os.WriteFile(filepath.Join(vol, "real", "conf"), []byte("in volume"), 0o644)
+	_ = os.Symlink("/", filepath.Join(vol, "escape"))
+	_ = os.Symlink("../secret", filepath.Join(vol, "up"))
+	_ = os.Symlink("real", filepath.Join(vol, "inside"))
+	n := 0
+	mount := func(sub string) (string, error) {
+		n++
+		target := filepath.Join(root, "subpaths", strconv.Itoa(n))
+		got, err := subPathMount(vol, sub, target)
+		if err == nil {
+			t.Cleanup(func() { _ = unix.Unmount(got, unix.MNT_DETACH) })
+		}
+		return got, err
+	}
+	for _, bad := range []string{"../secret", "/etc", "a/../../b", "escape", "escape/etc", "up", "up/key", "inside/../../secret"} {
+		if got, err := mount(bad); err == nil {
+			t.Errorf("subPath %q must be refused, got %s", bad, got)
+		}
+	}
+	got, err := mount("new/dir")
+	mounted := func(p string) bool {
+		ms, err := readMountinfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.point == p {
+				return true
+			}
+		}
+		return false
+	}
+	if fi, serr := os.Stat(filepath.Join(vol, "new", "dir")); err != nil || serr != nil || !fi.IsDir() || !mounted(got) {
+		t.Errorf("missing subPath must be created as a dir and mounted: %v %v", err, serr)
+	}
+	got, err = mount("inside/conf") // through a symlink that stays in the volume, to a file
+	if b, rerr := os.ReadFile(got); err != nil || rerr != nil || string(b) != "in volume" {
+		t.Errorf("file subPath through an inside symlink: %v %v %q", err, rerr, b)
+	}
+	got, err = mount("real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Mounting the same target again (a container restarted) replaces the mount, never stacks.
+	if again, err := subPathMount(vol, "real", got); err != nil || again != got {
+		t.Fatalf("remount: %v", err)
+	}
+	stacked := 0
+	if ms, err := readMountinfo(); err == nil {
+		for _, m := range ms {
+			if m.point == got {
+				stacked++
+			}
+		}
+	}
+	if stacked != 1 {
+		t.Errorf("%d mounts at %s after a remount, want 1", stacked, got)
+	}
+	// Swap the directory for a symlink out of the volume: the mount still shows the original.
+	if err := os.Rename(filepath.Join(vol, "real"), filepath.Join(vol, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Symlink(outside, filepath.Join(vol, "real"))
+	if _, err := os.Stat(filepath.Join(got, "key")); err == nil {
+		t.Error("the mount followed a symlink swapped in after it was made")
+	}
+	if b, err := os.ReadFile(filepath.Join(got, "conf")); err != nil || string(b) != "in volume" {
+		t.Errorf("the mount lost the checked directory: %v %q", err, b)
+	}
+}
+
+func TestExpandSubPathExpr(t *testing.T) {
+	vars := map[string]string{"POD": "web-1", "NS": "prod", "EMPTY": ""}
+	for _, tc := range []struct{ expr, want, err string }{
+		{"$(NS)/$(POD)", "prod/web-1", ""},
+		{"logs/$(POD)", "logs/web-1", ""},
+		{"$$(POD)", "$(POD)", ""},
+		{"$(NOPE)/$(EMPTY)", "", "missing value for EMPTY, NOPE"},
+	} {
+		got, err := expandSubPathExpr(tc.expr, vars)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("%q: got %q %v, want %q %q", tc.expr, got, err, tc.want, tc.err)
+		}
 	}
 }
