@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,4 +81,30 @@ func TestSupplementalGroupsPolicyValidated(t *testing.T) {
 		t.Errorf("problems %v, want %q", fe.Problems, want)
 	}
 	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"  securityContext:\n    supplementalGroupsPolicy: Strict\n")
+}
+
+// Fields that need API objects are refused, as the kubelet refuses them in a static pod, never
+// run without what they ask for.
+func TestAPIObjectFieldsRefused(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"resourceClaims", pod("a") + "  resourceClaims:\n  - name: gpu\n    resourceClaimName: gpu\n",
+			"doc 0: spec.resourceClaims: Forbidden: static pods may not reference resourceclaims (they need an API server)"},
+		{"container claims", pod("a") + "    resources:\n      claims:\n      - name: gpu\n",
+			"doc 0: spec.containers[0].resources.claims: Forbidden: static pods may not reference resourceclaims (they need an API server)"},
+		{"volumeDevices", pod("a") + "    volumeDevices:\n    - name: disk\n      devicePath: /dev/xvda\n",
+			"doc 0: spec.containers[0].volumeDevices: Forbidden: static pods may not reference persistentvolumeclaims (a volumeDevice needs one)"},
+		{"ephemeralContainers", pod("a") + "  ephemeralContainers:\n  - name: dbg\n    image: busybox\n",
+			"doc 0: spec.ephemeralContainers: Forbidden: cannot be set on create"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := mustFail(t, tc.doc)
+			var got []string
+			for _, p := range fe.Problems {
+				got = append(got, p.String())
+			}
+			if !slices.Contains(got, tc.want) {
+				t.Errorf("problems %q, want %q among them", got, tc.want)
+			}
+		})
+	}
 }

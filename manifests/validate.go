@@ -114,6 +114,28 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	}
 	errs = append(errs, validatePodProbes(pod, spec)...)
 	errs = append(errs, validatePodResources(&pod.Spec, spec.Child("resources"))...)
+	// What needs API objects or an API call the kubelet refuses in a static pod too; podkeeper
+	// would otherwise run the pod without the device, claim or container asked for.
+	if len(pod.Spec.ResourceClaims) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("resourceClaims"), "static pods may not reference resourceclaims (they need an API server)"))
+	}
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
+	}
+	for _, group := range []struct {
+		name string
+		list []corev1.Container
+	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
+		for i, c := range group.list {
+			cp := spec.Child(group.name).Index(i)
+			if len(c.Resources.Claims) > 0 {
+				errs = append(errs, field.Forbidden(cp.Child("resources", "claims"), "static pods may not reference resourceclaims (they need an API server)"))
+			}
+			if len(c.VolumeDevices) > 0 {
+				errs = append(errs, field.Forbidden(cp.Child("volumeDevices"), "static pods may not reference persistentvolumeclaims (a volumeDevice needs one)"))
+			}
+		}
+	}
 
 	if !slices.Contains(supportedRestartPolicies, pod.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy, supportedRestartPolicies))

@@ -117,6 +117,10 @@ func volumePayload(pod *corev1.Pod, v *corev1.Volume, lookup podrunner.ConfigLoo
 				err = fmt.Errorf("projected serviceAccountToken needs an API server; podkeeper runs without one")
 			case src.ClusterTrustBundle != nil:
 				err = fmt.Errorf("projected clusterTrustBundle needs an API server; podkeeper runs without one")
+			case src.PodCertificate != nil:
+				err = fmt.Errorf("projected podCertificate needs an API server; podkeeper runs without one")
+			default:
+				err = fmt.Errorf("projected volume %q: a source of a kind podkeeper does not know", v.Name)
 			}
 			if err != nil {
 				return nil, err

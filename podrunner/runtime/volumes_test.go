@@ -88,6 +88,8 @@ func TestVolumePayload(t *testing.T) {
 			want: map[string]string{"a": "A", "k": "k", "name": "web"}},
 		{name: "projected serviceAccountToken is refused", vol: corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}, wantErr: "needs an API server"},
+		{name: "projected podCertificate is refused (was silently empty)", vol: corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/x"}}}}}}, wantErr: "needs an API server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files, err := volumePayload(volPod(tc.vol), &tc.vol, lookup, alloc)
