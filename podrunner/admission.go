@@ -84,10 +84,10 @@ func Allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) 
 
 // admit asks the manager whether the worker's pod may start. Admitted pods stay admitted until
 // their worker ends.
+// The checks run in the kubelet's order and the first refusal is the reason: the OS, then
+// resources (only with an allocatable: --admission), then node selector and affinity, then host
+// ports.
 func (m *Manager) admit(w *worker, pod *corev1.Pod, running bool) (bool, string, string) {
-	if m.cfg.Allocatable == nil {
-		return true, "", ""
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.admitted == nil {
@@ -101,7 +101,16 @@ func (m *Manager) admit(w *worker, pod *corev1.Pod, running bool) (bool, string,
 		for _, p := range m.admitted {
 			others = append(others, p)
 		}
-		if ok, reason, msg := Admit(pod, others, m.cfg.Allocatable); !ok {
+		if ok, reason, msg := AdmitOS(pod); !ok {
+			return false, reason, msg
+		}
+		if m.cfg.Allocatable != nil {
+			if ok, reason, msg := Admit(pod, others, m.cfg.Allocatable); !ok {
+				return false, reason, msg
+			}
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Labels: m.cfg.NodeLabels}}
+		if ok, reason, msg := AdmitPlacement(pod, node, others); !ok {
 			return false, reason, msg
 		}
 	}

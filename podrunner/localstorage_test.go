@@ -103,7 +103,8 @@ func TestLocalStorageViolation(t *testing.T) {
 func TestManagerEvictsForLocalStorage(t *testing.T) {
 	e := newEnv(t, slowBackoff)
 	var mu sync.Mutex
-	usage := map[string]int64{"uid-over": 5 << 20, "uid-crit": 50 << 20, "uid-ok": 1 << 20}
+	// uid-over writes its 5Mi only once all run (the loop's own first round comes at its start).
+	usage := map[string]int64{"uid-over": 0, "uid-crit": 50 << 20, "uid-ok": 1 << 20}
 	var released []string
 	e.m.cfg.Eviction = &EvictionConfig{
 		Interval: time.Hour, Transition: time.Minute,
@@ -137,6 +138,9 @@ func TestManagerEvictsForLocalStorage(t *testing.T) {
 		p := e.status(uid)
 		return p != nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted"
 	}
+	mu.Lock()
+	usage["uid-over"] = 5 << 20
+	mu.Unlock()
 	var st PressureState
 	t0 := time.Now()
 	e.m.evictOnce(t.Context(), &st, time.Minute, 10*time.Second, t0)

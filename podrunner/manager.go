@@ -54,6 +54,9 @@ type Config struct {
 	RecursiveReadOnly bool
 	// AppArmorHost says the host has AppArmor enabled (apparmor.go).
 	AppArmorHost bool
+	// NodeLabels are the node's labels, for the pods' nodeSelector and node affinity
+	// (nodeadmission.go); NodeName is matched by matchFields metadata.name.
+	NodeLabels map[string]string
 }
 
 // Manager owns the pod workers: one per pod UID. It is the only place desired state enters.

@@ -15,12 +15,13 @@ import (
 
 // lateBackend serves the API before the manager exists (while containerd is awaited): no pods yet.
 type lateBackend struct {
-	errs *manifestErrors
-	cg   *cgroup.Manager // usage for /stats/summary (top.go); nil without pod cgroups
-	node string
-	info nodeInfo // capacity and allocatable (node.go)
-	mu   sync.Mutex
-	m    *podrunner.Manager
+	errs   *manifestErrors
+	cg     *cgroup.Manager // usage for /stats/summary (top.go); nil without pod cgroups
+	node   string
+	labels map[string]string // the node's labels (nodeLabels)
+	info   nodeInfo          // capacity and allocatable (node.go)
+	mu     sync.Mutex
+	m      *podrunner.Manager
 }
 
 func (b *lateBackend) set(m *podrunner.Manager) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	goruntime "runtime"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
@@ -60,7 +62,7 @@ func (b *lateBackend) Node() (*corev1.Node, error) {
 	_ = unix.Uname(&uts)
 	n := &corev1.Node{
 		TypeMeta:   metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: b.node, CreationTimestamp: t, Labels: map[string]string{"kubernetes.io/hostname": b.node, "kubernetes.io/os": goruntime.GOOS, "kubernetes.io/arch": goruntime.GOARCH}},
+		ObjectMeta: metav1.ObjectMeta{Name: b.node, CreationTimestamp: t, Labels: maps.Clone(b.labels)},
 		Status: corev1.NodeStatus{
 			Capacity: capacity, Allocatable: allocatable,
 			Conditions: []corev1.NodeCondition{
@@ -204,4 +206,31 @@ func podLimits(p *corev1.Pod) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// nodeLabels are the node's labels: kubernetes.io/hostname, os and arch, as the kubelet sets them,
+// and extra ("key=value,key2=value2", the kubelet's --node-labels), which may not change those
+// three.
+func nodeLabels(node, extra string) (map[string]string, error) {
+	out := map[string]string{corev1.LabelHostname: node, corev1.LabelOSStable: goruntime.GOOS, corev1.LabelArchStable: goruntime.GOARCH}
+	if strings.TrimSpace(extra) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(extra, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("--node-labels: %q: want key=value", kv)
+		}
+		for _, msg := range validation.IsQualifiedName(k) {
+			return nil, fmt.Errorf("--node-labels: key %q: %s", k, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			return nil, fmt.Errorf("--node-labels: value %q of %s: %s", v, k, msg)
+		}
+		if fixed, ok := out[k]; ok && fixed != v {
+			return nil, fmt.Errorf("--node-labels: %s is set by podkeeper (%s)", k, out[k])
+		}
+		out[k] = v
+	}
+	return out, nil
 }

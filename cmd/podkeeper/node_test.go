@@ -66,3 +66,18 @@ func TestDescribeNode(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeLabels(t *testing.T) {
+	l, err := nodeLabels("edge-1", "role=gateway, example.com/zone=a")
+	if err != nil || l["role"] != "gateway" || l["example.com/zone"] != "a" || l["kubernetes.io/hostname"] != "edge-1" || l["kubernetes.io/os"] == "" || l["kubernetes.io/arch"] == "" {
+		t.Fatalf("labels %v, %v", l, err)
+	}
+	for _, bad := range []string{"role", "bad key=x", "role=not valid!", "kubernetes.io/os=windows", "kubernetes.io/hostname=other"} {
+		if _, err := nodeLabels("edge-1", bad); err == nil {
+			t.Errorf("--node-labels %q accepted", bad)
+		}
+	}
+	if _, err := nodeLabels("edge-1", "kubernetes.io/hostname=edge-1"); err != nil {
+		t.Errorf("restating the hostname label: %v", err)
+	}
+}

@@ -45,6 +45,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd-namespace", Value: "podkeeper", Usage: "containerd namespace of podkeeper's containers"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd", Value: "external", Usage: "external: use (and wait for) the containerd at --containerd-address; managed: if none answers there, run one as podkeeper's child"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name; static pods are named <name>-<node-name>"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-labels", Usage: "more node labels, key=value,...: pods' nodeSelector and node affinity are matched against them (and kubernetes.io/hostname, os, arch)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-socket", Value: defaultAPISocket, EnvVars: []string{"PODKEEPER_API_SOCKET"}, Usage: "unix socket of the local API (mode 0600)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pause-binary", Usage: "sandbox process binary (default: podkeeper-pause next to podkeeper, else in PATH)"}),
 		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "always-pause", Usage: "run a pause process in every pod's sandbox, as the kubelet's runtimes do; by default only pods that need one get it (shareProcessNamespace, or hostNetwork with hostIPC): the others' namespaces are pinned without a process"}),
@@ -155,6 +156,10 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	node := c.String("node-name")
+	labels, err := nodeLabels(node, c.String("node-labels"))
+	if err != nil {
+		return err
+	}
 	root := c.String("root-dir")
 	for _, d := range []string{root, filepath.Join(root, "images"), c.String("log-dir")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -199,7 +204,7 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	backend := &lateBackend{errs: errs, node: node, cg: cgroups}
+	backend := &lateBackend{errs: errs, node: node, labels: labels, cg: cgroups}
 	if err := startMetrics(ctx, c.String("metrics-address"), backend, &wg, log); err != nil {
 		return err // before any goroutine of ours runs: a bad address fails at once
 	}
@@ -245,7 +250,7 @@ func runAgent(c *cli.Context) error {
 	backend.setNode(capacity, allocatable)
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
 		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly(),
-		AppArmorHost: runtime.AppArmorEnabled()}
+		AppArmorHost: runtime.AppArmorEnabled(), NodeLabels: labels}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}

@@ -121,3 +121,40 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 		})
 	}
 }
+
+// The kubelet's node checks at admission: a nodeSelector or required node affinity the node's
+// labels (--node-labels) do not match, another OS, and a host port another pod holds refuse the
+// pod (Failed, the kubelet's reasons); the refused pod starts once the port is free.
+func TestNodeAdmission(t *testing.T) {
+	a := startAgentAt(t, "pk-e2e-nodeadm", env.Address, "--node-labels", "role=gateway")
+	sleeper := shContainer("c", "sleep 3600", "")
+	a.write("sel-ok.yaml", podYAML("sel-ok", "Always", 1, "  nodeSelector:\n    role: gateway\n", sleeper))
+	a.write("sel-no.yaml", podYAML("sel-no", "Always", 1, "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"+
+		"        nodeSelectorTerms:\n        - matchExpressions:\n          - key: role\n            operator: In\n            values: [db]\n", sleeper))
+	a.write("win.yaml", podYAML("win", "Always", 1, "  os:\n    name: windows\n", sleeper))
+	port := "    ports:\n    - containerPort: 80\n      hostPort: 18080\n"
+	a.write("port-a.yaml", podYAML("port-a", "Always", 1, "", shContainer("c", "sleep 3600", port)))
+	a.waitPod(60*time.Second, "sel-ok-"+node, "sel-ok running", running)
+	pa := a.waitPod(60*time.Second, "port-a-"+node, "port-a running", running)
+	a.write("port-b.yaml", podYAML("port-b", "Always", 1, "", shContainer("c", "sleep 3600", port)))
+	for name, want := range map[string]string{
+		"sel-no": "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+		"win":    "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS",
+		"port-b": "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+	} {
+		p := a.waitPod(30*time.Second, name+"-"+node, name+" rejected", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if p.Status.Message != want {
+			t.Errorf("%s: message %q, want %q", name, p.Status.Message, want)
+		}
+		if len(a.records(string(p.UID))) != 0 {
+			t.Errorf("%s: containers made for a rejected pod", name)
+		}
+	}
+	out, err := a.cli("describe", "node")
+	if err != nil || !strings.Contains(out, "role=gateway") {
+		t.Errorf("describe node shows no role=gateway label (%v):\n%s", err, out)
+	}
+	a.remove("port-a.yaml")
+	a.waitGone(60*time.Second, "port-a-"+node, string(pa.UID))
+	a.waitPod(60*time.Second, "port-b-"+node, "port-b running once the port is free", running)
+}
