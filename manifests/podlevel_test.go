@@ -108,3 +108,26 @@ func TestAPIObjectFieldsRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestHostnameOverrideValidated(t *testing.T) {
+	fe := mustFail(t, pod("a")+"  hostNetwork: true\n  setHostnameAsFQDN: true\n  hostnameOverride: Not_Valid\n")
+	var got []string
+	for _, p := range fe.Problems {
+		got = append(got, p.String())
+	}
+	for _, want := range []string{
+		"doc 0: spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+		"doc 0: spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("problems %q, want %q among them", got, want)
+		}
+	}
+	if !strings.Contains(strings.Join(got, "\n"), "spec.hostnameOverride: Invalid value: \"Not_Valid\"") {
+		t.Errorf("problems %q name no invalid hostnameOverride", got)
+	}
+	p := mustDecode(t, "/etc/pods/x.yaml", pod("a")+"  hostnameOverride: edge-gw.example.com\n")
+	if o := p[0].Spec.HostnameOverride; o == nil || *o != "edge-gw.example.com" {
+		t.Errorf("hostnameOverride %v", o)
+	}
+}

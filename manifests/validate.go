@@ -152,6 +152,21 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d < 1 {
 		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *d, "must be between 1 and 2147483647, inclusive"))
 	}
+	if o := pod.Spec.HostnameOverride; o != nil {
+		op := spec.Child("hostnameOverride")
+		if f := pod.Spec.SetHostnameAsFQDN; f != nil && *f {
+			errs = append(errs, field.Forbidden(op, "may not be specified when setHostnameAsFQDN is true"))
+		}
+		if pod.Spec.HostNetwork {
+			errs = append(errs, field.Forbidden(op, "may not be specified when hostNetwork is true"))
+		}
+		if len(*o) > 64 {
+			errs = append(errs, field.TooLong(op, "", 64))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(*o) {
+			errs = append(errs, field.Invalid(op, *o, m))
+		}
+	}
 	if h := pod.Spec.Hostname; h != "" {
 		for _, m := range validation.IsDNS1123Label(h) {
 			errs = append(errs, field.Invalid(spec.Child("hostname"), h, m))

@@ -158,3 +158,16 @@ func TestNodeAdmission(t *testing.T) {
 	a.waitGone(60*time.Second, "port-a-"+node, string(pa.UID))
 	a.waitPod(60*time.Second, "port-b-"+node, "port-b running once the port is free", running)
 }
+
+// hostnameOverride (GA in the kubelet 1.37) is the containers' hostname, /etc/hostname and the
+// name in /etc/hosts, over spec.hostname and the pod name.
+func TestHostnameOverride(t *testing.T) {
+	a := startAgent(t, "pk-e2e-hostname")
+	a.write("h.yaml", podYAML("h", "Always", 1, "  hostname: web\n  hostnameOverride: edge-gw.example.com\n",
+		shContainer("c", "echo name=$(hostname) file=$(cat /etc/hostname); grep -c edge-gw.example.com /etc/hosts; sleep 3600", "")))
+	a.waitPod(60*time.Second, "h-"+node, "h running", running)
+	a.eventually(20*time.Second, "the override is the hostname", func() (bool, string) {
+		out, err := a.cli("logs", "h-"+node)
+		return err == nil && strings.Contains(out, "name=edge-gw.example.com file=edge-gw.example.com\n1\n"), out
+	})
+}

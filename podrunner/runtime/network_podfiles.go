@@ -43,6 +43,9 @@ const (
 // hostname is the FQDN (at most 64 characters, as the kubelet requires).
 func PodHostnameAndFQDN(pod *corev1.Pod, clusterDomain string) (hostname, fqdn string, err error) {
 	hostname = PodHostname(pod)
+	if pod.Spec.HostnameOverride != nil { // the whole name: no subdomain, no FQDN
+		return hostname, "", nil
+	}
 	if pod.Spec.Subdomain != "" {
 		if clusterDomain == "" {
 			clusterDomain = "cluster.local"

@@ -184,6 +184,10 @@ func TestPodHostnameAndFQDN(t *testing.T) {
 		{"setHostnameAsFQDN", testPodSpec("x", func(p *corev1.Pod) { p.Spec.Subdomain = "s"; p.Spec.SetHostnameAsFQDN = &yes }), "x.s.prod.svc.example.org", "x.s.prod.svc.example.org", false},
 		{"FQDN too long", testPodSpec(strings.Repeat("a", 60), func(p *corev1.Pod) { p.Spec.Subdomain = "s"; p.Spec.SetHostnameAsFQDN = &yes }), "", "", true},
 		{"long pod name cut to 63", testPodSpec(strings.Repeat("b", 70), nil), strings.Repeat("b", 63), "", false},
+		{"hostnameOverride wins, no FQDN", testPodSpec("web-node1", func(p *corev1.Pod) {
+			o := "edge-gw.example.com"
+			p.Spec.HostnameOverride, p.Spec.Hostname, p.Spec.Subdomain = &o, "web", "svc1"
+		}), "edge-gw.example.com", "", false},
 	}
 	for _, tc := range cases {
 		h, f, err := PodHostnameAndFQDN(tc.pod, "example.org")

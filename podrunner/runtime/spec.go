@@ -159,10 +159,13 @@ func writePodFiles(root string, pod *corev1.Pod, podIPs []string, dns DNSConfig)
 	}, nil
 }
 
-// PodHostname is the hostname a pod's containers see: spec.hostname, else the pod name, cut to
-// 63 characters as the kubelet does.
+// PodHostname is the hostname a pod's containers see: spec.hostnameOverride (GA in the kubelet
+// 1.37), else spec.hostname, else the pod name, cut to 63 characters as the kubelet does.
 func PodHostname(pod *corev1.Pod) string {
 	h := pod.Spec.Hostname
+	if o := pod.Spec.HostnameOverride; o != nil {
+		h = *o
+	}
 	if h == "" {
 		h = pod.Name
 	}
