@@ -171,3 +171,60 @@ func TestHostnameOverride(t *testing.T) {
 		return err == nil && strings.Contains(out, "name=edge-gw.example.com file=edge-gw.example.com\n1\n"), out
 	})
 }
+
+// stdin: true keeps the container's stdin open (a `sh` waits instead of reading end-of-file and
+// exiting, which made such pods crash loop), also across an agent kill -9 (its holder process is
+// not the agent); tty: true gives the container a terminal (runc refused to create it before);
+// the holder goes with the pod.
+func TestStdinAndTTY(t *testing.T) {
+	a := startAgent(t, "pk-e2e-stdin")
+	a.write("in.yaml", podYAML("in", "Always", 1, "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\"]\n    stdin: true\n"))
+	a.write("both.yaml", podYAML("both", "Always", 1, "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\"]\n    stdin: true\n    tty: true\n"))
+	a.write("tty.yaml", podYAML("tty", "Always", 1, "", shContainer("c", "tty; echo hi; sleep 3600", "    tty: true\n")))
+	holders := func() []string {
+		var out []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(b), "podkeeper-stdin-holder") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, n := range []string{"in", "both", "tty"} {
+		pods[n] = a.waitPod(60*time.Second, n+"-"+node, n+" running", running)
+	}
+	a.eventually(20*time.Second, "tty's output", func() (bool, string) {
+		out, err := a.cli("logs", "tty-"+node)
+		return err == nil && strings.Contains(out, "/dev/pts/") && strings.Contains(out, "hi"), out
+	})
+	time.Sleep(3 * time.Second) // a shell that got end-of-file would have exited by now
+	check := func(when string) {
+		t.Helper()
+		for _, n := range []string{"in", "both"} {
+			p := a.waitPod(10*time.Second, n+"-"+node, n+" running", running)
+			if cs := status(p, "c"); cs.RestartCount != 0 || cs.State.Running == nil {
+				t.Errorf("%s: %s: restarts %d, state %+v: the shell's stdin closed", when, n, cs.RestartCount, cs.State)
+			}
+		}
+	}
+	check("after the start")
+	if h := holders(); len(h) != 2 {
+		t.Errorf("%d stdin holders, want 2 (in and both): %v", len(h), h)
+	}
+	a.kill9()
+	time.Sleep(2 * time.Second)
+	a.start()
+	time.Sleep(3 * time.Second)
+	check("after an agent kill -9")
+	for _, n := range []string{"in", "both"} {
+		a.remove(n + ".yaml")
+		a.waitGone(60*time.Second, n+"-"+node, string(pods[n].UID))
+	}
+	a.eventually(10*time.Second, "the stdin holders gone with their pods", func() (bool, string) {
+		h := holders()
+		return len(h) == 0, fmt.Sprint(h)
+	})
+}

@@ -621,7 +621,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("open log %s: %w", req.LogPath, err))
 	}
-	task, err := c.NewTask(ctx, logCreator(r.fifoDir(), tio.stream("stdout"), tio.stream("stderr")))
+	var startStdin func(string) error
+	if ctr.Stdin {
+		startStdin = func(path string) error { return r.startStdinHolder(id, path) }
+	}
+	task, err := c.NewTask(ctx, logCreator(r.fifoDir(), tio.stream("stdout"), tio.stream("stderr"), ctr.TTY, startStdin))
 	if req.SandboxReady != nil {
 		// The create is done: waiting for the sandbox (which holds a slot of its own) and the
 		// start, a light runc call, leave this slot to the next create.

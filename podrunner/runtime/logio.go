@@ -28,7 +28,8 @@ import (
 // copyBufs are the buffers the FIFO copies borrow while data is there.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// logIO is a cio.IO for a task's stdout and stderr FIFOs (no stdin, no terminal).
+// logIO is a cio.IO for a task's stdout and stderr FIFOs; a stdin FIFO, when the task has one,
+// is held by another process (stdin.go), never by logIO.
 type logIO struct {
 	fifos   *cio.FIFOSet
 	readers []*os.File
@@ -68,7 +69,7 @@ func (l *logIO) Close() error {
 
 // newLogIO opens fifos (creating them when missing) and copies them into stdout and stderr
 // until the shim closes them. hold: a new task, whose shim has not opened the FIFOs yet.
-func newLogIO(fifos *cio.FIFOSet, stdout, stderr io.Writer, hold bool) (cio.IO, error) {
+func newLogIO(fifos *cio.FIFOSet, stdout, stderr io.Writer, hold bool) (*logIO, error) {
 	fifos.Stdin, fifos.Terminal = "", false
 	l := &logIO{fifos: fifos}
 	for _, p := range []struct {
@@ -121,14 +122,29 @@ func openFIFOReader(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// logCreator is the cio.Creator of a new task whose output goes to stdout and stderr.
-func logCreator(fifoDir string, stdout, stderr io.Writer) cio.Creator {
+// logCreator is the cio.Creator of a new task whose output goes to stdout and stderr. With
+// stdin, the task's stdin FIFO is made and held open (startStdin: stdin.go); with tty, the shim
+// makes the container a terminal and its one output stream is stdout.
+func logCreator(fifoDir string, stdout, stderr io.Writer, tty bool, startStdin func(path string) error) cio.Creator {
 	return func(id string) (cio.IO, error) {
-		fifos, err := cio.NewFIFOSetInDir(fifoDir, id, false)
+		fifos, err := cio.NewFIFOSetInDir(fifoDir, id, tty)
 		if err != nil {
 			return nil, err
 		}
-		return newLogIO(fifos, stdout, stderr, true)
+		stdinPath := fifos.Stdin
+		l, err := newLogIO(fifos, stdout, stderr, true)
+		if err != nil {
+			return nil, err
+		}
+		l.fifos.Terminal = tty
+		if startStdin != nil {
+			if err := startStdin(stdinPath); err != nil {
+				_ = l.Close()
+				return nil, err
+			}
+			l.fifos.Stdin = stdinPath
+		}
+		return l, nil
 	}
 }
 
@@ -138,7 +154,11 @@ func logAttach(stdout, stderr io.Writer) cio.Attach {
 		if fifos == nil {
 			return nil, errors.New("cannot attach: the task has no FIFOs")
 		}
-		return newLogIO(fifos, stdout, stderr, false)
+		l, err := newLogIO(fifos, stdout, stderr, false)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
 }
 

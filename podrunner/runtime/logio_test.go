@@ -153,7 +153,7 @@ func TestLogIOHoldsTheFIFOUntilTheShimOpensIt(t *testing.T) {
 		}
 		shim = append(shim, w)
 	}
-	l.(*logIO).shimOpened()
+	l.shimOpened()
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case <-waited:

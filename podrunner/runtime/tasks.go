@@ -94,6 +94,7 @@ const taskDeleteTimeout = 15 * time.Second
 func (r *Runtime) deleteTask(ctx context.Context, id string, t containerd.Task, createdAt time.Time, opts ...containerd.ProcessDeleteOpts) (*containerd.ExitStatus, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskDeleteTimeout)
 	defer cancel()
+	defer r.stopStdinHolder(id)
 	if t != nil {
 		st, err := t.Delete(ctx, opts...)
 		if !errdefs.IsNotFound(err) {
