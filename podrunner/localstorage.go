@@ -98,10 +98,11 @@ func LocalStorageViolation(pod *corev1.Pod, u LocalStorageUsage) (s Signal, mess
 	return "", "", false
 }
 
-// diskEmptyDirLimit is a disk-backed emptyDir's positive sizeLimit, else nil.
+// diskEmptyDirLimit is a disk-backed emptyDir's positive sizeLimit, else nil (Memory and
+// HugePages media are not on disk).
 func diskEmptyDirLimit(v corev1.Volume) *resource.Quantity {
 	e := v.EmptyDir
-	if e == nil || e.Medium == corev1.StorageMediumMemory || e.SizeLimit == nil || e.SizeLimit.Sign() <= 0 {
+	if e == nil || e.Medium != corev1.StorageMediumDefault || e.SizeLimit == nil || e.SizeLimit.Sign() <= 0 {
 		return nil
 	}
 	return e.SizeLimit

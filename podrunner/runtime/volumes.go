@@ -23,7 +23,8 @@ import (
 
 // Volumes live under <root>/pods/<uid>/volumes/<kind>/<name>:
 //
-//	empty-dir/   emptyDir (a directory; medium Memory: a tmpfs, sized by sizeLimit)
+//	empty-dir/   emptyDir (a directory; medium Memory: a tmpfs, sized by sizeLimit; medium
+//	             HugePages[-<size>]: hugetlbfs, hugepages.go)
 //	configmap/   configMap   ─┐ written by the atomic writer: files in a timestamped dir, a
 //	secret/      secret (tmpfs) ├ "..data" symlink to it, and one symlink per top-level entry;
 //	downward-api/ downwardAPI  │ an update writes a new dir and swaps "..data" in one rename,
@@ -650,6 +651,15 @@ func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrun
 	}
 	dir := volumeDir(root, string(pod.UID), kind, v.Name)
 	gid := fsGroupOf(pod)
+	if v.EmptyDir != nil && hugePagesMedium(v.EmptyDir.Medium) {
+		size, err := hugePageSize(v.EmptyDir.Medium, pod)
+		if err != nil {
+			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		if err := ensureHugetlbfs(dir, size); err != nil {
+			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+	}
 	if tmpfs {
 		var size int64
 		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
