@@ -131,3 +131,28 @@ func TestHostnameOverrideValidated(t *testing.T) {
 		t.Errorf("hostnameOverride %v", o)
 	}
 }
+
+func TestRestartRulesValidated(t *testing.T) {
+	for _, tc := range []struct{ name, ctr, want string }{
+		{"rules need a policy", "    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n",
+			"doc 0: spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"},
+		{"RestartAllContainers is refused", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n",
+			`doc 0: spec.containers[0].restartPolicyRules[0].action: Unsupported value: "RestartAllContainers": supported values: "Restart"`},
+		{"exitCodes required", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n",
+			"doc 0: spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified"},
+		{"bad operator", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: Above\n        values: [1]\n",
+			`doc 0: spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Above": supported values: "In", "NotIn"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := mustFail(t, pod("a")+tc.ctr)
+			var got []string
+			for _, p := range fe.Problems {
+				got = append(got, p.String())
+			}
+			if !slices.Contains(got, tc.want) {
+				t.Errorf("problems %q, want %q among them", got, tc.want)
+			}
+		})
+	}
+	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"    restartPolicy: OnFailure\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")
+}

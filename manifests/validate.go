@@ -89,9 +89,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		c := &pod.Spec.InitContainers[i]
 		p := spec.Child("initContainers").Index(i)
 		errs = append(errs, validateContainer(c, p, names, vols, &pod.Spec)...)
-		if c.RestartPolicy != nil && *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
-		}
+		errs = append(errs, validateRestartRules(c, p)...)
 		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 		if !sidecar {
 			for _, f := range []struct {
@@ -108,9 +106,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		c := &pod.Spec.Containers[i]
 		p := spec.Child("containers").Index(i)
 		errs = append(errs, validateContainer(c, p, names, vols, &pod.Spec)...)
-		if c.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
+		errs = append(errs, validateRestartRules(c, p)...)
 	}
 	errs = append(errs, validatePodProbes(pod, spec)...)
 	errs = append(errs, validatePodResources(&pod.Spec, spec.Child("resources"))...)
@@ -620,6 +616,41 @@ func validatePodResources(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 			if pod, ok := r.Limits[corev1.ResourceName(name)]; ok && lim.Cmp(pod) > 0 {
 				errs = append(errs, field.Invalid(field.NewPath("spec", "containers").Index(i).Child("resources", "limits").Key(name), lim.String(), fmt.Sprintf("must be less than or equal to pod limits of %s", pod.String())))
 			}
+		}
+	}
+	return errs
+}
+
+// validateRestartRules checks a container's restartPolicy and restartPolicyRules (the kubelet's
+// ContainerRestartRules, beta and on since 1.35) as the API server does. The rule action
+// RestartAllContainers (an in-place restart of the whole pod) is refused: podkeeper does not do it.
+func validateRestartRules(c *corev1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	policies := []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure}
+	switch {
+	case c.RestartPolicy == nil && len(c.RestartPolicyRules) > 0:
+		errs = append(errs, field.Required(p.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+	case c.RestartPolicy != nil && !slices.Contains(policies, *c.RestartPolicy):
+		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, policies))
+	}
+	if len(c.RestartPolicyRules) > 20 {
+		errs = append(errs, field.TooMany(p.Child("restartPolicyRules"), len(c.RestartPolicyRules), 20))
+	}
+	for i, r := range c.RestartPolicyRules {
+		rp := p.Child("restartPolicyRules").Index(i)
+		if r.Action != corev1.ContainerRestartRuleActionRestart {
+			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, []corev1.ContainerRestartRuleAction{corev1.ContainerRestartRuleActionRestart}))
+		}
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(rp.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		ops := []corev1.ContainerRestartRuleOnExitCodesOperator{corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn}
+		if !slices.Contains(ops, r.ExitCodes.Operator) {
+			errs = append(errs, field.NotSupported(rp.Child("exitCodes", "operator"), r.ExitCodes.Operator, ops))
+		}
+		if len(r.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(rp.Child("exitCodes", "values"), len(r.ExitCodes.Values), 255))
 		}
 	}
 	return errs

@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -134,9 +135,31 @@ const (
 	ReasonStartError = "StartError"
 )
 
-// shouldRestart applies a restart policy to an exit code.
-func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
-	switch policy {
+// ContainerShouldRestart says whether container c of pod is started again after exiting with
+// exitCode, as the kubelet 1.37 decides it (ContainerRestartRules, beta and on since 1.35): with
+// a restartPolicy of its own, the first of its restartPolicyRules whose exit codes match decides
+// (action Restart: yes), else its own policy; without one, the pod's restartPolicy. A sidecar
+// (restartPolicy Always) always restarts. Pure.
+func ContainerShouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32) bool {
+	if c.RestartPolicy != nil {
+		for _, r := range c.RestartPolicyRules {
+			if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
+				if r.Action == corev1.ContainerRestartRuleActionRestart {
+					return true
+				}
+				break // another action (refused at validation): the container's policy decides
+			}
+		}
+		switch *c.RestartPolicy {
+		case corev1.ContainerRestartPolicyAlways:
+			return true
+		case corev1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case corev1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever:
 		return false
 	case corev1.RestartPolicyOnFailure:
@@ -144,6 +167,15 @@ func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
 	default:
 		return true
 	}
+}
+
+// exitCodesMatch says whether exitCode is In (or NotIn) the rule's values.
+func exitCodesMatch(r corev1.ContainerRestartRuleOnExitCodes, exitCode int32) bool {
+	in := slices.Contains(r.Values, exitCode)
+	if r.Operator == corev1.ContainerRestartRuleOnExitCodesOpNotIn {
+		return !in
+	}
+	return r.Operator == corev1.ContainerRestartRuleOnExitCodesOpIn && in
 }
 
 // belongsTo reports whether an instance ran in the given sandbox generation: it started after the
@@ -182,7 +214,6 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		return p
 	}
 
-	policy := pod.Spec.RestartPolicy
 	// Init containers: in order, each to success before the next.
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -207,7 +238,7 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		case latest.State == StateExited && latest.ExitCode == 0:
 			continue
 		case latest.State == StateExited:
-			if policy == corev1.RestartPolicyNever {
+			if !ContainerShouldRestart(pod, c, latest.ExitCode) {
 				return p // PodPhase already says Failed
 			}
 			p.restartOrWait(c, KindInit, latest, gate, now)
@@ -228,7 +259,7 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp})
 		case latest.State == StateRunning:
 		case latest.State == StateExited:
-			if shouldRestart(policy, latest.ExitCode) {
+			if ContainerShouldRestart(pod, c, latest.ExitCode) {
 				p.restartOrWait(c, KindApp, latest, gate, now)
 			}
 		default:
@@ -352,7 +383,6 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 //   - Succeeded: every container ended with 0 and none will restart.
 //   - Failed: every container ended, one failed, and none will restart.
 func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
-	policy := pod.Spec.RestartPolicy
 	sb, hasSB := v.Sandbox()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -371,7 +401,7 @@ func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 			return corev1.PodPending
 		}
 		if latest.ExitCode != 0 {
-			if policy == corev1.RestartPolicyNever {
+			if !ContainerShouldRestart(pod, c, latest.ExitCode) {
 				return corev1.PodFailed
 			}
 			return corev1.PodPending
@@ -389,7 +419,7 @@ func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 			return corev1.PodPending
 		case latest.State == StateRunning:
 			running++
-		case shouldRestart(policy, latest.ExitCode):
+		case ContainerShouldRestart(pod, &c, latest.ExitCode):
 			restarting++
 		case latest.ExitCode == 0:
 			succeeded++

@@ -410,6 +410,15 @@ func TestPodPhase(t *testing.T) {
 		{"Always: all exited is still Running", testPod(always, nil, "main"), []ContainerRecord{
 			sbRec("sb0", 0, StateRunning, at(0)), exitedRec("c0", "main", KindApp, 0, 0, at(1), at(2)),
 		}, corev1.PodRunning},
+		{"pod Always, container Never, exited 1: Failed", withPolicy(testPod(always, nil, "main"), "main", corev1.ContainerRestartPolicyNever), []ContainerRecord{
+			sbRec("sb0", 0, StateRunning, at(0)), exitedRec("c0", "main", KindApp, 0, 1, at(1), at(2)),
+		}, corev1.PodFailed},
+		{"pod Never, container OnFailure, exited 1: Running (restarting)", withPolicy(testPod(never, nil, "main"), "main", corev1.ContainerRestartPolicyOnFailure), []ContainerRecord{
+			sbRec("sb0", 0, StateRunning, at(0)), exitedRec("c0", "main", KindApp, 0, 1, at(1), at(2)),
+		}, corev1.PodRunning},
+		{"pod Always, init container Never, failed: Failed", withPolicy(testPod(always, []string{"init"}, "main"), "init", corev1.ContainerRestartPolicyNever), []ContainerRecord{
+			sbRec("sb0", 0, StateRunning, at(0)), exitedRec("i0", "init", KindInit, 0, 1, at(1), at(2)),
+		}, corev1.PodFailed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -452,4 +461,54 @@ func TestNewPodViewOrder(t *testing.T) {
 	if !NewPodView(recs[:3]).Running() {
 		t.Fatal("Running() = false with the newest instance running")
 	}
+}
+
+func TestContainerShouldRestart(t *testing.T) {
+	pol := func(p corev1.ContainerRestartPolicy) *corev1.ContainerRestartPolicy { return &p }
+	rule := func(op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) corev1.ContainerRestartRule {
+		return corev1.ContainerRestartRule{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes}}
+	}
+	for _, tc := range []struct {
+		name      string
+		podPolicy corev1.RestartPolicy
+		policy    *corev1.ContainerRestartPolicy
+		rules     []corev1.ContainerRestartRule
+		exit      int32
+		want      bool
+	}{
+		{"pod Always", corev1.RestartPolicyAlways, nil, nil, 0, true},
+		{"pod OnFailure, exit 0", corev1.RestartPolicyOnFailure, nil, nil, 0, false},
+		{"pod OnFailure, exit 1", corev1.RestartPolicyOnFailure, nil, nil, 1, true},
+		{"pod Never", corev1.RestartPolicyNever, nil, nil, 1, false},
+		{"container OnFailure over pod Never", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyOnFailure), nil, 1, true},
+		{"container Never over pod Always", corev1.RestartPolicyAlways, pol(corev1.ContainerRestartPolicyNever), nil, 0, false},
+		{"rule In matches", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("In", 42, 43)}, 42, true},
+		{"rule In misses: the container's policy", corev1.RestartPolicyAlways, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("In", 42)}, 1, false},
+		{"rule NotIn matches", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("NotIn", 0)}, 3, true},
+		{"rule NotIn misses", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("NotIn", 0)}, 0, false},
+		{"rules without a container policy are not read", corev1.RestartPolicyNever, nil, []corev1.ContainerRestartRule{rule("In", 42)}, 42, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := mgrPod("u", "p", tc.podPolicy, "c")
+			pod.Spec.Containers[0].RestartPolicy, pod.Spec.Containers[0].RestartPolicyRules = tc.policy, tc.rules
+			if got := ContainerShouldRestart(pod, &pod.Spec.Containers[0], tc.exit); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// withPolicy sets container name's own restartPolicy.
+func withPolicy(p *corev1.Pod, name string, policy corev1.ContainerRestartPolicy) *corev1.Pod {
+	for i := range p.Spec.InitContainers {
+		if p.Spec.InitContainers[i].Name == name {
+			p.Spec.InitContainers[i].RestartPolicy = &policy
+		}
+	}
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			p.Spec.Containers[i].RestartPolicy = &policy
+		}
+	}
+	return p
 }

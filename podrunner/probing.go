@@ -141,7 +141,7 @@ func (w *worker) killUnhealthy(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	grace := probes.GracePeriod(p, gracePeriod(pod))
 	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, strings.ToLower(string(kind)))
-	if shouldRestart(pod.Spec.RestartPolicy, 137) || (c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
+	if ContainerShouldRestart(pod, c, 137) {
 		msg += ", will be restarted"
 	}
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonKilling, "%s", msg)

@@ -267,3 +267,27 @@ func lifecycleExample(t *testing.T, shared *agent) {
 	a.remove("lifecycle.yaml")
 	a.waitGone(30*time.Second, "lifecycle-e2e", "")
 }
+
+// Container restart rules (the kubelet's ContainerRestartRules, beta and on since 1.35): in a
+// restartPolicy Never pod, a container whose rule says Restart on exit code 42 is restarted
+// after exiting 42 (the pod stays Running), and one with its own restartPolicy Never in an
+// Always pod ends it Failed.
+func TestContainerRestartRules(t *testing.T) {
+	a := startAgent(t, "pk-e2e-rules")
+	a.write("rule.yaml", podYAML("rule", "Never", 1, "", shContainer("c", "sleep 1; exit 42",
+		"    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")))
+	a.write("never.yaml", podYAML("never", "Always", 1, "", shContainer("c", "exit 3", "    restartPolicy: Never\n")))
+	p := a.waitPod(60*time.Second, "rule-"+node, "rule restarted after exit 42", func(p *corev1.Pod) bool {
+		return status(p, "c").RestartCount >= 1
+	})
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("rule: phase %s, want Running", p.Status.Phase)
+	}
+	if lt := status(p, "c").LastTerminationState.Terminated; lt == nil || lt.ExitCode != 42 {
+		t.Errorf("rule: last state %+v, want exit 42", lt)
+	}
+	n := a.waitPod(60*time.Second, "never-"+node, "never Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if cs := status(n, "c"); cs.RestartCount != 0 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 {
+		t.Errorf("never: %+v, want exit 3 and no restart", cs)
+	}
+}

@@ -52,6 +52,10 @@ var scenarios = []scenario{
 	{"pod-level-limits", "pod-level limits only (spec.resources), a container without resources", podDoc("cf-podlim", "Always", "  resources:\n    limits:\n      cpu: 500m\n      memory: 64Mi\n", sh("c", sleeper))},
 	{"pod-level-equal", "pod-level requests = limits, a container with a smaller limit", podDoc("cf-podeq", "Always", "  resources:\n    requests:\n      cpu: 200m\n      memory: 64Mi\n    limits:\n      cpu: 200m\n      memory: 64Mi\n", sh("c", sleeper)+resources("", "", "100m", "32Mi"))},
 	{"pod-level-requests", "pod-level requests only", podDoc("cf-podreq", "Always", "  resources:\n    requests:\n      cpu: 100m\n      memory: 32Mi\n", sh("c", sleeper))},
+	{"rule-restart", "restartPolicy Never, a container rule Restart on exit code 42, exit 42 (ContainerRestartRules)", podDoc("cf-rule", "Never", "", sh("c", "sleep 1; exit 42")+
+		"    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")},
+	{"container-onfailure", "restartPolicy Never, the container's own OnFailure, exit 1", podDoc("cf-ctronfail", "Never", "", sh("c", "sleep 1; exit 1")+"    restartPolicy: OnFailure\n")},
+	{"container-never", "restartPolicy Always, the container's own Never, exit 3", podDoc("cf-ctrnever", "Always", "", sh("c", "exit 3")+"    restartPolicy: Never\n")},
 	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
 	{"startup-probe", "an exec startup probe that passes after about 3 s", podDoc("cf-startup", "Always", "", sh("c", "sleep 3; touch /tmp/started; "+sleeper)+
 		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/tmp/started\"]\n      periodSeconds: 1\n      failureThreshold: 30\n")},
