@@ -511,6 +511,11 @@ func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string]) f
 		if m.SubPath != "" {
 			errs = append(errs, validateRelativePath(mp.Child("subPath"), m.SubPath)...)
 		}
+		for j, o := range m.BindMountOptions {
+			if o != "noexec" && o != "nodev" && o != "nosuid" {
+				errs = append(errs, field.NotSupported(mp.Child("bindMountOptions").Index(j), o, []string{"noexec", "nodev", "nosuid"}))
+			}
+		}
 		if m.SubPath != "" && m.SubPathExpr != "" {
 			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
 		}

@@ -159,3 +159,27 @@ func TestSubPathExprAndSymlinkEscape(t *testing.T) {
 		t.Errorf("a subPath mount of the removed pod is left:\n%s", ms)
 	}
 }
+
+// bindMountOptions (the kubelet hands them to the runtime): noexec on a volume stops a program
+// on it from running; the same volume without it runs the program.
+func TestBindMountOptions(t *testing.T) {
+	a := startAgent(t, "pk-e2e-bindopts")
+	_, _, dir := hostDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vol := "  volumes:\n  - name: host\n    hostPath:\n      path: " + dir + "\n      type: Directory\n"
+	mount := func(opts string) string {
+		return "    volumeMounts:\n    - name: host\n      mountPath: /host\n" + opts
+	}
+	a.write("noexec.yaml", podYAML("noexec", "Always", 1, vol, shContainer("c", "/host/run.sh || echo refused; grep ' /host ' /proc/mounts; sleep 3600", mount("      bindMountOptions: [noexec, nodev]\n"))))
+	a.write("exec.yaml", podYAML("exec", "Always", 1, vol, shContainer("c", "/host/run.sh || echo refused; sleep 3600", mount(""))))
+	a.eventually(60*time.Second, "noexec refused the program", func() (bool, string) {
+		out, err := a.cli("logs", "noexec-"+node)
+		return err == nil && strings.Contains(out, "refused") && !strings.Contains(out, "ran") && strings.Contains(out, "noexec"), out
+	})
+	a.eventually(60*time.Second, "without it the program ran", func() (bool, string) {
+		out, err := a.cli("logs", "exec-"+node)
+		return err == nil && strings.Contains(out, "ran"), out
+	})
+}

@@ -26,6 +26,7 @@ func TestBindOptions(t *testing.T) {
 		{"HostToContainer: rslave", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationHostToContainer)}, false, false, []string{"rbind", "rslave", "rw"}, "rslave"},
 		{"Bidirectional: rshared", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationBidirectional)}, false, false, []string{"rbind", "rshared", "rw"}, "rshared"},
 		{"HostToContainer read-only", corev1.VolumeMount{MountPropagation: prop(corev1.MountPropagationHostToContainer)}, true, false, []string{"rbind", "rslave", "ro"}, "rslave"},
+		{"bindMountOptions", corev1.VolumeMount{BindMountOptions: []string{"noexec", "nosuid"}}, false, false, []string{"rbind", "rprivate", "rw", "noexec", "nosuid"}, ""},
 	}
 	for _, tc := range cases {
 		got, p := bindOptions(tc.vm, tc.readOnly, tc.rro)

@@ -248,7 +248,7 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podr
 }
 
 // bindOptions are the OCI options of a volume's bind mount, as containerd's CRI makes them:
-// the mount's propagation (mountPropagation None: rprivate; HostToContainer: rslave;
+// the mount's bindMountOptions, its propagation (mountPropagation None: rprivate; HostToContainer: rslave;
 // Bidirectional: rshared), ro or rw, and rro (recursively read-only) when asked for and
 // possible. propagation is what the container's root must be for it ("rslave", "rshared"; the
 // host's mount of the source must match: checkSourcePropagation), empty for a private mount.
@@ -270,6 +270,8 @@ func bindOptions(vm corev1.VolumeMount, readOnly, rro bool) (opts []string, prop
 			opts = append(opts, "rro")
 		}
 	}
+	// bindMountOptions (noexec, nodev, nosuid; validated), as the kubelet hands them to the runtime.
+	opts = append(opts, vm.BindMountOptions...)
 	return opts, propagation
 }
 
