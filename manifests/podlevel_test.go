@@ -156,3 +156,11 @@ func TestRestartRulesValidated(t *testing.T) {
 	}
 	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"    restartPolicy: OnFailure\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")
 }
+
+func TestUnmaskedProcMountNeedsHostUsersFalse(t *testing.T) {
+	fe := mustFail(t, pod("a")+"    securityContext:\n      procMount: Unmasked\n")
+	want := "doc 0: spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"
+	if len(fe.Problems) != 1 || fe.Problems[0].String() != want {
+		t.Errorf("problems %v, want %q", fe.Problems, want)
+	}
+}

@@ -374,6 +374,9 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 		}
 		if pm := sc.ProcMount; pm != nil && *pm != corev1.DefaultProcMount && *pm != corev1.UnmaskedProcMount {
 			errs = append(errs, field.NotSupported(sp.Child("procMount"), *pm, []corev1.ProcMountType{corev1.DefaultProcMount, corev1.UnmaskedProcMount}))
+		} else if pm != nil && *pm == corev1.UnmaskedProcMount && (spec.HostUsers == nil || *spec.HostUsers) {
+			// The API server's rule; podkeeper would otherwise run the container masked.
+			errs = append(errs, field.Invalid(sp.Child("procMount"), *pm, "`hostUsers` must be false to use `Unmasked`"))
 		}
 		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
 	}

@@ -145,6 +145,9 @@ func (w *worker) admitted(pod *corev1.Pod, v PodView) bool {
 	}
 	ok, reason, msg := AdmitAppArmor(pod, w.m.cfg.AppArmorHost)
 	if ok {
+		ok, reason, msg = AdmitSELinux(pod, w.m.cfg.SELinuxHost)
+	}
+	if ok {
 		ok, reason, msg = w.m.admit(w, pod, running)
 	}
 	if ok {

@@ -54,6 +54,8 @@ type Config struct {
 	RecursiveReadOnly bool
 	// AppArmorHost says the host has AppArmor enabled (apparmor.go).
 	AppArmorHost bool
+	// SELinuxHost says the host has SELinux enabled (selinux.go).
+	SELinuxHost bool
 	// NodeLabels are the node's labels, for the pods' nodeSelector and node affinity
 	// (nodeadmission.go); NodeName is matched by matchFields metadata.name.
 	NodeLabels map[string]string

@@ -250,7 +250,7 @@ func runAgent(c *cli.Context) error {
 	backend.setNode(capacity, allocatable)
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
 		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly(),
-		AppArmorHost: runtime.AppArmorEnabled(), NodeLabels: labels}
+		AppArmorHost: runtime.AppArmorEnabled(), SELinuxHost: runtime.SELinuxEnabled(), NodeLabels: labels}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}

@@ -97,6 +97,12 @@ func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, e effectiveSecurity, im
 // "enabled" parameter and apparmor_parser present).
 func AppArmorEnabled() bool { return apparmor.HostSupports() }
 
+// SELinuxEnabled reports whether the host runs SELinux (its file system is mounted).
+func SELinuxEnabled() bool {
+	_, err := os.Stat("/sys/fs/selinux/enforce")
+	return err == nil
+}
+
 // podRef names a pod in messages as the kubelet's format.Pod does: name_namespace(uid).
 func podRef(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
