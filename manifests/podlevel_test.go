@@ -164,3 +164,32 @@ func TestUnmaskedProcMountNeedsHostUsersFalse(t *testing.T) {
 		t.Errorf("problems %v, want %q", fe.Problems, want)
 	}
 }
+
+func TestFileKeyRefValidated(t *testing.T) {
+	vols := "  volumes:\n  - name: e\n    emptyDir: {}\n  - name: h\n    hostPath:\n      path: /tmp\n"
+	ref := func(vol, path, key string) string {
+		return "    env:\n    - name: V\n      valueFrom:\n        fileKeyRef:\n          volumeName: " + vol + "\n          path: " + path + "\n          key: " + key + "\n"
+	}
+	for _, tc := range []struct{ name, env, want string }{
+		{"volume missing", ref("nope", "vars", "K"), `doc 0: spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Not found: "nope"`},
+		{"not an emptyDir", ref("h", "vars", "K"), `doc 0: spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Invalid value: "h": referenced volume must be an emptyDir volume`},
+		{"absolute path", ref("e", "/etc/passwd", "K"), `doc 0: spec.containers[0].env[0].valueFrom.fileKeyRef.path: Invalid value: "/etc/passwd": must be a relative path`},
+		{"dot-dot", ref("e", "a/../../x", "K"), `doc 0: spec.containers[0].env[0].valueFrom.fileKeyRef.path: Invalid value: "a/../../x": must not contain '..'`},
+		{"bad key", ref("e", "vars", "1=x"), `doc 0: spec.containers[0].env[0].valueFrom.fileKeyRef.key: Invalid value: "1=x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := mustFail(t, pod("a")+tc.env+vols)
+			var got []string
+			for _, p := range fe.Problems {
+				got = append(got, p.String())
+			}
+			if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, tc.want) }) {
+				t.Errorf("problems %q, want one starting %q", got, tc.want)
+			}
+		})
+	}
+	p := mustDecode(t, "/etc/pods/x.yaml", pod("a")+ref("e", "out/vars", "K")+vols)
+	if r := p[0].Spec.Containers[0].Env[0].ValueFrom.FileKeyRef; r == nil || r.VolumeName != "e" || r.Path != "out/vars" || r.Key != "K" {
+		t.Errorf("fileKeyRef decoded as %+v", r)
+	}
+}

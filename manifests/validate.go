@@ -347,7 +347,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, supportedProtocols))
 		}
 	}
-	errs = append(errs, validateEnv(c, p)...)
+	errs = append(errs, validateEnv(c, p, spec)...)
 	errs = append(errs, validateMounts(c, p, vols)...)
 	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
 	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
@@ -384,7 +384,40 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 }
 
 // validateEnv checks env names and sources and envFrom.
-func validateEnv(c *corev1.Container, p *field.Path) field.ErrorList {
+// validateFileKeyRef checks an env fileKeyRef as the API server does: the volume must be one of
+// the pod's emptyDir volumes, the path relative and without "..", the key a variable name.
+func validateFileKeyRef(p *field.Path, r *corev1.FileKeySelector, spec *corev1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	if r.VolumeName == "" {
+		errs = append(errs, field.Required(p.Child("volumeName"), ""))
+	} else {
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == r.VolumeName })
+		switch {
+		case i < 0:
+			errs = append(errs, field.NotFound(p.Child("volumeName"), r.VolumeName))
+		case spec.Volumes[i].EmptyDir == nil:
+			errs = append(errs, field.Invalid(p.Child("volumeName"), r.VolumeName, "referenced volume must be an emptyDir volume"))
+		}
+	}
+	switch {
+	case r.Path == "":
+		errs = append(errs, field.Required(p.Child("path"), ""))
+	case path.IsAbs(r.Path):
+		errs = append(errs, field.Invalid(p.Child("path"), r.Path, "must be a relative path"))
+	case slices.Contains(strings.Split(r.Path, "/"), ".."):
+		errs = append(errs, field.Invalid(p.Child("path"), r.Path, "must not contain '..'"))
+	}
+	if r.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), ""))
+	} else {
+		for _, m := range validation.IsEnvVarName(r.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), r.Key, m))
+		}
+	}
+	return errs
+}
+
+func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range c.Env {
 		ep := p.Child("env").Index(i)
@@ -434,9 +467,13 @@ func validateEnv(c *corev1.Container, p *field.Path) field.ErrorList {
 			n++
 			errs = append(errs, validateKeyRef(vp.Child("secretKeyRef"), r.Name, r.Key)...)
 		}
+		if r := vf.FileKeyRef; r != nil {
+			n++
+			errs = append(errs, validateFileKeyRef(vp.Child("fileKeyRef"), r, spec)...)
+		}
 		switch {
 		case n == 0:
-			errs = append(errs, field.Invalid(vp, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+			errs = append(errs, field.Invalid(vp, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 		case n > 1:
 			errs = append(errs, field.Invalid(vp, "", "may not have more than one field specified at a time"))
 		}

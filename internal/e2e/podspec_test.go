@@ -228,3 +228,42 @@ func TestStdinAndTTY(t *testing.T) {
 		return len(h) == 0, fmt.Sprint(h)
 	})
 }
+
+// env fileKeyRef: an init container writes KEY='value' lines into an emptyDir, the app container
+// gets the values as variables (a multi-line one too); a key the file lacks waits in
+// CreateContainerConfigError naming it, and an optional one is left out; a symlink out of the
+// volume is not followed.
+func TestEnvFileKeyRef(t *testing.T) {
+	a := startAgent(t, "pk-e2e-envfile")
+	vols := "  volumes:\n  - name: e\n    emptyDir: {}\n"
+	writer := "  initContainers:\n" + shContainer("w", `mkdir -p /e/out; printf "GREETING='hello from init'\nMULTI='a\nb'\n" > /e/out/vars`,
+		"    volumeMounts:\n    - name: e\n      mountPath: /e\n")
+	ref := func(name, key string, optional bool) string {
+		return fmt.Sprintf("    - name: %s\n      valueFrom:\n        fileKeyRef:\n          volumeName: e\n          path: out/vars\n          key: %s\n          optional: %v\n", name, key, optional)
+	}
+	a.write("ok.yaml", podYAML("ok", "Always", 1, vols+writer,
+		shContainer("c", `echo "g=[$G] m=[$M] opt=[${OPT-unset}]"; sleep 3600`, "    env:\n"+ref("G", "GREETING", false)+ref("M", "MULTI", false)+ref("OPT", "ABSENT", true))))
+	a.write("missing.yaml", podYAML("missing", "Always", 1, vols+writer,
+		shContainer("c", "sleep 3600", "    env:\n"+ref("X", "ABSENT", false))))
+	a.write("escape.yaml", podYAML("escape", "Always", 1, vols+"  initContainers:\n"+shContainer("w", "mkdir -p /e/out; ln -s /etc/hostname /e/out/vars",
+		"    volumeMounts:\n    - name: e\n      mountPath: /e\n"), shContainer("c", "sleep 3600", "    env:\n"+ref("X", "GREETING", false))))
+	a.waitPod(60*time.Second, "ok-"+node, "ok running", running)
+	a.eventually(20*time.Second, "the values from the file", func() (bool, string) {
+		out, err := a.cli("logs", "ok-"+node)
+		return err == nil && strings.Contains(out, "g=[hello from init] m=[a\nb] opt=[unset]"), out
+	})
+	p := a.waitPod(60*time.Second, "missing-"+node, "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		w := status(p, "c").State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	if w := status(p, "c").State.Waiting; !strings.Contains(w.Message, `environment variable key "ABSENT" not found in file "out/vars"`) {
+		t.Errorf("waiting message %q", w.Message)
+	}
+	p = a.waitPod(60*time.Second, "escape-"+node, "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		w := status(p, "c").State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	if w := status(p, "c").State.Waiting; !strings.Contains(w.Message, `failed to open environment variable file "out/vars"`) {
+		t.Errorf("a symlink out of the volume: waiting message %q", w.Message)
+	}
+}

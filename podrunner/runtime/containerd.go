@@ -764,7 +764,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) })
+	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) }, fileKeyLookup(r.cfg.RootDir, pod))
 	if err != nil {
 		return nil, err // the kubelet's message as is: CreateContainerConfigError
 	}

@@ -21,7 +21,11 @@ import (
 // message (`configmap "x" not found`, `couldn't find key k in ConfigMap default/x`): the container
 // must not start (CreateContainerConfigError). envFrom keys that are not valid variable names are
 // skipped and returned in skipped, as "<key> (from ConfigMap ns/name)".
-func ContainerEnv(c *corev1.Container, namespace string, lookup podrunner.ConfigLookup, resolveSource func(corev1.EnvVar) string) (env []corev1.EnvVar, skipped []string, err error) {
+//
+// fileKeyRef variables are read through files (nil: none): an error reading or parsing the file
+// is the container's configuration error ("couldn't parse env file"); a key missing and not
+// optional too.
+func ContainerEnv(c *corev1.Container, namespace string, lookup podrunner.ConfigLookup, resolveSource func(corev1.EnvVar) string, files func(corev1.FileKeySelector) (string, bool, error)) (env []corev1.EnvVar, skipped []string, err error) {
 	var (
 		order []string
 		vars  = map[string]string{}
@@ -123,6 +127,22 @@ func ContainerEnv(c *corev1.Container, namespace string, lookup podrunner.Config
 				return nil, nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", r.Key, namespace, r.Name)
 			}
 			v = string(b)
+		case vf.FileKeyRef != nil:
+			f := vf.FileKeyRef
+			if files == nil {
+				return nil, nil, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", f.VolumeName)
+			}
+			val, found, err := files(*f)
+			if err != nil {
+				return nil, nil, fmt.Errorf("couldn't parse env file: %w", err)
+			}
+			if !found || val == "" {
+				if isTrue(f.Optional) {
+					continue
+				}
+				return nil, nil, fmt.Errorf("environment variable key %q not found in file %q", f.Key, f.Path)
+			}
+			v = val
 		case resolveSource != nil:
 			v = resolveSource(e)
 		}

@@ -106,7 +106,7 @@ func TestContainerEnv(t *testing.T) {
 			if tt.lookup != nil {
 				l = tt.lookup
 			}
-			env, skipped, err := ContainerEnv(&tt.c, "default", l, func(e corev1.EnvVar) string { return "resolved:" + e.Name })
+			env, skipped, err := ContainerEnv(&tt.c, "default", l, func(e corev1.EnvVar) string { return "resolved:" + e.Name }, nil)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
