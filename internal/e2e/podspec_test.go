@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podkeeper/podkeeper/internal/ociimage"
+	"github.com/podkeeper/podkeeper/internal/testenv"
 )
 
 // Pod spec fields the kubelet acts on and podkeeper once ignored: readinessGates hold the pod's
@@ -126,6 +127,7 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 // labels (--node-labels) do not match, another OS, and a host port another pod holds refuse the
 // pod (Failed, the kubelet's reasons); the refused pod starts once the port is free.
 func TestNodeAdmission(t *testing.T) {
+	testenv.HoldPortmapChains(t) // port-a maps a hostPort (held before the agent: released after its clean-up)
 	a := startAgentAt(t, "pk-e2e-nodeadm", env.Address, "--node-labels", "role=gateway")
 	sleeper := shContainer("c", "sleep 3600", "")
 	a.write("sel-ok.yaml", podYAML("sel-ok", "Always", 1, "  nodeSelector:\n    role: gateway\n", sleeper))
