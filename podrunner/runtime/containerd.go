@@ -84,6 +84,7 @@ type Runtime struct {
 	bundles string             // containerd's task bundle dir of the namespace, once found (bundlesDir)
 
 	shimSweepPending bool // sweepShimsSoon
+	shimResweeps     int  // sweepIdleShims: sweeps in a row that found a shim of a removed pod
 
 	cgMu    sync.Mutex           // pod cgroup creation and removal (removePodCgroup)
 	cgRetry map[string]time.Time // pod UID -> first failed removal of its cgroup, retried

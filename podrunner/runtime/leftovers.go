@@ -462,19 +462,40 @@ func (r *Runtime) sweepIdleShims() {
 	for _, c := range cs {
 		pods[strings.SplitN(c.ID, ".", 2)[0]] = true
 	}
+	found := 0
 	for _, s := range shims {
 		if pods[strings.SplitN(s.id, ".", 2)[0]] {
 			continue
 		}
+		found++
 		api, done, err := r.dialShimProcess(ctx, s.pid)
 		if err != nil {
 			continue
 		}
 		r.log.Warn("shutting down a runc shim of a removed pod (left by a create interrupted by podkeeper's death)", "shim", s.pid, "id", s.id)
-		_, _ = api.Shutdown(ctx, &shimapi.ShutdownRequest{ID: s.id})
+		// The shim may still hold the container it was started for (a create containerd gave
+		// up but the shim finished): then it would not shut down; end that container first.
+		if _, err := r.endInShim(ctx, api, s.id, true); err != nil {
+			r.log.Warn("end a runc shim's lost container", "shim", s.pid, "err", err)
+		}
 		done()
 	}
+	// A shim found here may have been mid-create: look again soon, a few times at most.
+	r.mu.Lock()
+	again := found > 0 && r.shimResweeps < shimResweepMax
+	if again {
+		r.shimResweeps++
+	} else if found == 0 {
+		r.shimResweeps = 0
+	}
+	r.mu.Unlock()
+	if again {
+		time.AfterFunc(shimSweepAgain, r.sweepIdleShims)
+	}
 }
+
+// shimResweepMax bounds the sweeps in a row that a shim which does not go away triggers.
+const shimResweepMax = 5
 
 // shimProc is a runc shim process: its PID, its -id (the task that started it), and whether it
 // is the short-lived `delete` command containerd runs to clean up after a dead shim.
