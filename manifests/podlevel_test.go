@@ -136,8 +136,8 @@ func TestRestartRulesValidated(t *testing.T) {
 	for _, tc := range []struct{ name, ctr, want string }{
 		{"rules need a policy", "    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n",
 			"doc 0: spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"},
-		{"RestartAllContainers is refused", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n",
-			`doc 0: spec.containers[0].restartPolicyRules[0].action: Unsupported value: "RestartAllContainers": supported values: "Restart"`},
+		{"unknown action", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartPod\n      exitCodes:\n        operator: In\n        values: [42]\n",
+			`doc 0: spec.containers[0].restartPolicyRules[0].action: Unsupported value: "RestartPod": supported values: "Restart", "RestartAllContainers"`},
 		{"exitCodes required", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n",
 			"doc 0: spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified"},
 		{"bad operator", "    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: Above\n        values: [1]\n",
@@ -155,6 +155,8 @@ func TestRestartRulesValidated(t *testing.T) {
 		})
 	}
 	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"    restartPolicy: OnFailure\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")
+	mustDecode(t, "/etc/pods/x.yaml", pod("a")+"    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n"+
+		"  initContainers:\n  - name: side\n    image: busybox\n    restartPolicy: Always\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: NotIn\n        values: [0]\n")
 }
 
 func TestUnmaskedProcMountNeedsHostUsersFalse(t *testing.T) {

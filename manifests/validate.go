@@ -667,8 +667,9 @@ func validatePodResources(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 }
 
 // validateRestartRules checks a container's restartPolicy and restartPolicyRules (the kubelet's
-// ContainerRestartRules, beta and on since 1.35) as the API server does. The rule action
-// RestartAllContainers (an in-place restart of the whole pod) is refused: podkeeper does not do it.
+// ContainerRestartRules, beta and on since 1.35, and RestartAllContainersOnContainerExits, beta
+// and on since 1.36: the rule action RestartAllContainers, an in-place restart of the whole pod)
+// as the API server does; sidecars (restartPolicy Always) may have rules too.
 func validateRestartRules(c *corev1.Container, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	policies := []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure}
@@ -683,8 +684,9 @@ func validateRestartRules(c *corev1.Container, p *field.Path) field.ErrorList {
 	}
 	for i, r := range c.RestartPolicyRules {
 		rp := p.Child("restartPolicyRules").Index(i)
-		if r.Action != corev1.ContainerRestartRuleActionRestart {
-			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, []corev1.ContainerRestartRuleAction{corev1.ContainerRestartRuleActionRestart}))
+		actions := []corev1.ContainerRestartRuleAction{corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleActionRestartAllContainers}
+		if !slices.Contains(actions, r.Action) {
+			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, actions))
 		}
 		if r.ExitCodes == nil {
 			errs = append(errs, field.Required(rp.Child("exitCodes"), "must be specified"))

@@ -106,10 +106,40 @@ func TestPodConditionsAsTheKubelet(t *testing.T) {
 				corev1.PodReady: {corev1.ConditionFalse, ReasonContainersNotReady, "containers with unready status: [a]"},
 			},
 		},
+		{
+			name: "RestartAllContainers: True while the previous run stops, the trigger and the rest waiting",
+			pod:  withRestartAll(testPod(corev1.RestartPolicyAlways, nil, "a", "b"), "b", corev1.ContainerRestartPolicyNever),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("a0", "a", KindApp, 0, at(1)),
+				exitedRec("b0", "b", KindApp, 0, 42, at(1), at(5))},
+			want: map[corev1.PodConditionType]cond{
+				corev1.AllContainersRestarting: {corev1.ConditionTrue, "RestartAllContainersStarted", "container exited with restart policy rule"},
+				corev1.PodInitialized:          {corev1.ConditionTrue, "", ""},
+			},
+		},
+		{
+			name: "RestartAllContainers: False once nothing of the previous run runs",
+			pod:  withRestartAll(testPod(corev1.RestartPolicyAlways, nil, "a", "b"), "b", corev1.ContainerRestartPolicyNever),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), exitedRec("a0", "a", KindApp, 0, 137, at(1), at(6)),
+				exitedRec("b0", "b", KindApp, 0, 42, at(1), at(5))},
+			want: map[corev1.PodConditionType]cond{
+				corev1.AllContainersRestarting: {corev1.ConditionFalse, "", ""},
+			},
+		},
+		{
+			name: "RestartAllContainers: False/PodFailed in a failed pod",
+			pod:  withRestartAll(testPod(corev1.RestartPolicyNever, nil, "b"), "b", corev1.ContainerRestartPolicyNever),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), exitedRec("b0", "b", KindApp, 0, 1, at(1), at(5))},
+			want: map[corev1.PodConditionType]cond{
+				corev1.AllContainersRestarting: {corev1.ConditionFalse, ReasonPodFailed, ""},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := buildStatus(tc.pod, tc.recs, nil, false)
+			if _, has := conditions(st)[corev1.AllContainersRestarting]; has != CouldRestartAll(tc.pod) {
+				t.Errorf("AllContainersRestarting reported: %v, want it only for a pod with a RestartAllContainers rule", has)
+			}
 			got := conditions(st)
 			for typ, w := range tc.want {
 				c := got[typ]

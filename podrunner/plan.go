@@ -100,6 +100,12 @@ type Plan struct {
 	// StopSidecars lists running sidecar IDs to stop, in the order to stop them (reverse of the
 	// spec), before the sandbox: the pod's app containers are done.
 	StopSidecars []string
+	// Reset is set when a container exited with a code its RestartAllContainers rule names: the
+	// pod restarts in place (its sandbox kept). ResetKill lists the running instances to stop
+	// first, in order (app containers, then init containers, each in spec order); once none is
+	// left every container runs again from the first init container.
+	Reset     *ResetCause
+	ResetKill []ContainerRecord
 	Start        []StartAction
 	// Waiting says why a container is not running and not started now.
 	Waiting map[string]Waiting
@@ -118,6 +124,13 @@ type StartAction struct {
 	Attempt   int
 }
 
+// ResetCause is the exit that restarts a pod in place.
+type ResetCause struct {
+	Container string
+	ExitCode  int32
+	At        time.Time // the exit's time: instances started before it belong to the old run
+}
+
 // Waiting is a container's waiting state as the kubelet reports it.
 type Waiting struct {
 	Reason  string
@@ -133,18 +146,21 @@ const (
 	// ReasonStartError is the terminated reason (exit code 128) of an instance whose task could
 	// not be created or started, as the kubelet 1.37 on containerd reports it.
 	ReasonStartError = "StartError"
+	// ReasonRestartingAllContainers is the waiting reason of containers stopped for an in-place
+	// pod restart (RestartAllContainers), as the kubelet 1.37 reports it.
+	ReasonRestartingAllContainers = "RestartingAllContainers"
 )
 
 // ContainerShouldRestart says whether container c of pod is started again after exiting with
 // exitCode, as the kubelet 1.37 decides it (ContainerRestartRules, beta and on since 1.35): with
 // a restartPolicy of its own, the first of its restartPolicyRules whose exit codes match decides
-// (action Restart: yes), else its own policy; without one, the pod's restartPolicy. A sidecar
+// (action Restart or RestartAllContainers: yes), else its own policy; without one, the pod's restartPolicy. A sidecar
 // (restartPolicy Always) always restarts. Pure.
 func ContainerShouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32) bool {
 	if c.RestartPolicy != nil {
 		for _, r := range c.RestartPolicyRules {
 			if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
-				if r.Action == corev1.ContainerRestartRuleActionRestart {
+				if r.Action == corev1.ContainerRestartRuleActionRestart || r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
 					return true
 				}
 				break // another action (refused at validation): the container's policy decides
@@ -184,6 +200,74 @@ func belongsTo(r, sandbox ContainerRecord) bool {
 	return !r.StartedAt.Before(sandbox.StartedAt.Add(-time.Second))
 }
 
+// restartsAll reports whether container c's exit with exitCode restarts the whole pod: the first
+// of its restartPolicyRules that matches has action RestartAllContainers (the kubelet's
+// RestartAllContainersOnContainerExits, beta and on since 1.36).
+func restartsAll(c *corev1.Container, exitCode int32) bool {
+	if c.RestartPolicy == nil {
+		return false
+	}
+	for _, r := range c.RestartPolicyRules {
+		if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
+			return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+		}
+	}
+	return false
+}
+
+// CouldRestartAll reports whether any container of pod has a RestartAllContainers rule (such a
+// pod reports the AllContainersRestarting condition).
+func CouldRestartAll(pod *corev1.Pod) bool {
+	for _, c := range allContainers(pod) {
+		for _, r := range c.RestartPolicyRules {
+			if r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lastReset finds the newest exit, in the current sandbox, that restarts the whole pod: every
+// instance started before it belongs to the pod's previous run. Records of every instance count
+// (the newest and the previous), so the boundary holds while the pod runs again. Nil: none.
+func lastReset(pod *corev1.Pod, v PodView, sb ContainerRecord) *ResetCause {
+	var out *ResetCause
+	for _, c := range allContainers(pod) {
+		for _, r := range v.Containers[c.Name] {
+			if r.State != StateExited || r.FinishedAt.IsZero() || !belongsTo(r, sb) || !restartsAll(c, r.ExitCode) {
+				continue
+			}
+			if out == nil || r.FinishedAt.After(out.At) {
+				out = &ResetCause{Container: c.Name, ExitCode: r.ExitCode, At: r.FinishedAt}
+			}
+		}
+	}
+	return out
+}
+
+// current reports whether instance r belongs to the pod's current run: its sandbox's, and after
+// the last in-place restart (reset, nil: none).
+func current(r, sb ContainerRecord, reset *ResetCause) bool {
+	return belongsTo(r, sb) && (reset == nil || !r.StartedAt.Before(reset.At))
+}
+
+// resetKill lists the instances an in-place restart stops: those of the previous run still
+// running (or created), app containers first, then init containers, each in spec order.
+func resetKill(pod *corev1.Pod, v PodView, sb ContainerRecord, reset *ResetCause) []ContainerRecord {
+	var out []ContainerRecord
+	add := func(cs []corev1.Container) {
+		for i := range cs {
+			if latest, ok := v.Latest(cs[i].Name); ok && latest.State == StateRunning && !current(latest, sb, reset) {
+				out = append(out, latest)
+			}
+		}
+	}
+	add(pod.Spec.Containers)
+	add(pod.Spec.InitContainers)
+	return out
+}
+
 // PlanPod decides what pod needs now, given what the runtime shows and when exited instances may
 // be replaced. Pure: the same inputs give the same plan.
 func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
@@ -214,12 +298,27 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		return p
 	}
 
+	// An exit that restarts the whole pod: the previous run's containers stop, then everything
+	// starts again from the first init container (no backoff: the kubelet removes the old
+	// containers, and with them the exits a backoff would count).
+	reset := lastReset(pod, v, sb)
+	if reset != nil {
+		if kill := resetKill(pod, v, sb, reset); len(kill) > 0 {
+			p.Reset, p.ResetKill = reset, kill
+			for _, c := range allContainers(pod) {
+				p.Waiting[c.Name] = Waiting{Reason: ReasonRestartingAllContainers,
+					Message: fmt.Sprintf("container %s exited with code %d: the pod's containers restart in place (RestartAllContainers)", reset.Container, reset.ExitCode)}
+			}
+			return p
+		}
+	}
+
 	// Init containers: in order, each to success before the next.
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		latest, ok := v.Latest(c.Name)
-		if ok && !belongsTo(latest, sb) && latest.State != StateRunning {
-			ok = false // from an earlier sandbox: run it again
+		if ok && !current(latest, sb, reset) && latest.State != StateRunning {
+			ok = false // from an earlier sandbox or run: run it again
 			latest.Attempt++
 		}
 		if IsSidecar(c) {
@@ -258,6 +357,9 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		case !ok:
 			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp})
 		case latest.State == StateRunning:
+		case reset != nil && !current(latest, sb, reset):
+			// Ran before the in-place restart: it runs again, whatever its policy says.
+			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp, Attempt: latest.Attempt + 1})
 		case latest.State == StateExited:
 			if ContainerShouldRestart(pod, c, latest.ExitCode) {
 				p.restartOrWait(c, KindApp, latest, gate, now)
@@ -384,10 +486,17 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 //   - Failed: every container ended, one failed, and none will restart.
 func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 	sb, hasSB := v.Sandbox()
+	var reset *ResetCause
+	if hasSB {
+		// While the previous run's containers are being stopped the phase is still theirs.
+		if reset = lastReset(pod, v, sb); reset != nil && len(resetKill(pod, v, sb, reset)) > 0 {
+			reset = nil
+		}
+	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		latest, ok := v.Latest(c.Name)
-		if ok && hasSB && !belongsTo(latest, sb) && latest.State != StateRunning {
+		if ok && hasSB && !current(latest, sb, reset) && latest.State != StateRunning {
 			ok = false
 		}
 		if IsSidecar(c) {
@@ -419,6 +528,8 @@ func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 			return corev1.PodPending
 		case latest.State == StateRunning:
 			running++
+		case reset != nil && !current(latest, sb, reset): // runs again after the in-place restart
+			restarting++
 		case ContainerShouldRestart(pod, &c, latest.ExitCode):
 			restarting++
 		case latest.ExitCode == 0:

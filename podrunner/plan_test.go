@@ -486,6 +486,7 @@ func TestContainerShouldRestart(t *testing.T) {
 		{"rule In misses: the container's policy", corev1.RestartPolicyAlways, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("In", 42)}, 1, false},
 		{"rule NotIn matches", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("NotIn", 0)}, 3, true},
 		{"rule NotIn misses", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule("NotIn", 0)}, 0, false},
+		{"rule RestartAllContainers matches: the container runs again", corev1.RestartPolicyNever, pol(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: "In", Values: []int32{42}}}}, 42, true},
 		{"rules without a container policy are not read", corev1.RestartPolicyNever, nil, []corev1.ContainerRestartRule{rule("In", 42)}, 42, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,7 +68,26 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 
 	capTerminationMessages(pod, &st)
 	st.Conditions = podConditions(pod, &st, hasSB, sandboxReady, in.Terminating)
+	if CouldRestartAll(pod) {
+		st.Conditions = append(st.Conditions, restartingCondition(st.Phase, in.Plan.Reset))
+	}
 	return st
+}
+
+// restartingCondition is the AllContainersRestarting condition of a pod with a
+// RestartAllContainers rule, as the kubelet 1.37 reports it: True while the previous run's
+// containers are being stopped, else False (reason PodCompleted or PodFailed once the pod is).
+func restartingCondition(phase corev1.PodPhase, reset *ResetCause) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.AllContainersRestarting, Status: corev1.ConditionFalse}
+	switch {
+	case phase == corev1.PodSucceeded:
+		c.Reason = ReasonPodCompleted
+	case phase == corev1.PodFailed:
+		c.Reason = ReasonPodFailed
+	case reset != nil:
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, "RestartAllContainersStarted", "container exited with restart policy rule"
+	}
+	return c
 }
 
 func containerStatus(pod *corev1.Pod, c corev1.Container, v PodView, in StatusInput) corev1.ContainerStatus {

@@ -360,6 +360,9 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 		w.m.rec.Eventf(pod, "", EventNormal, ReasonSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		w.stopContainers(ctx, pod, v, gracePeriod(pod))
 		return true, time.Time{}
+	case plan.Reset != nil:
+		w.resetPod(ctx, pod, plan)
+		return true, time.Time{}
 	case len(plan.StopSidecars) > 0:
 		// The app containers are done: the sidecars stop, in reverse order, then the sandbox.
 		stop := PodView{Containers: map[string][]ContainerRecord{}}
@@ -409,6 +412,25 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 	}
 	return acted, retryAt
 }
+
+// resetPod stops the previous run's containers for an in-place pod restart, one after the
+// other in the plan's order, as the kubelet does: no preStop hook, SIGTERM and 2 seconds before
+// SIGKILL (its minimum grace period). No backoff is charged for them.
+func (w *worker) resetPod(ctx context.Context, pod *corev1.Pod, plan Plan) {
+	w.log.Info("restarting all containers in place", "container", plan.Reset.Container, "exitCode", plan.Reset.ExitCode)
+	for _, r := range plan.ResetKill {
+		w.killedByUs[r.ID] = true
+		w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "Stopping container %s: container %s exited with code %d, all containers restart (RestartAllContainers)",
+			r.Name, plan.Reset.Container, plan.Reset.ExitCode)
+		if err := w.m.rt.StopContainer(ctx, r.ID, resetGrace); err != nil {
+			w.log.Warn("stop container", "container", r.Name, "err", err)
+		}
+	}
+}
+
+// resetGrace is how long a container stopped for an in-place pod restart gets after SIGTERM: the
+// kubelet's minimum grace period (it asks for none).
+const resetGrace = 2 * time.Second
 
 // createSandbox creates the pod's sandbox. While the sandbox's network and process come up, the
 // containers that start first once it runs are created against it (their processes start once
@@ -463,7 +485,7 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 	now := time.Now()
 	withSB := v.WithSandbox(up)
 	plan := PlanPod(pod, withSB, w.gate(withSB, now), now)
-	if plan.CreateSandbox || plan.KillPod || plan.StopSandbox || len(plan.StopSidecars) > 0 {
+	if plan.CreateSandbox || plan.KillPod || plan.StopSandbox || len(plan.StopSidecars) > 0 || plan.Reset != nil {
 		return
 	}
 	for _, a := range plan.Start {

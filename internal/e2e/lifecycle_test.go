@@ -291,3 +291,50 @@ func TestContainerRestartRules(t *testing.T) {
 		t.Errorf("never: %+v, want exit 3 and no restart", cs)
 	}
 }
+
+// RestartAllContainers (the kubelet's RestartAllContainersOnContainerExits, beta and on since
+// 1.36): a container exiting with its rule's code restarts the whole pod in place. The other app
+// container is stopped (a Killing event says why), the init container runs again in the same
+// sandbox (same pod IP, the emptyDir kept), every container's restart count goes one up, and the
+// second run goes on.
+func TestRestartAllContainers(t *testing.T) {
+	a := startAgent(t, "pk-e2e-restartall")
+	mount := "    volumeMounts:\n    - name: d\n      mountPath: /d\n"
+	spec := "  volumes:\n  - name: d\n    emptyDir: {}\n  initContainers:\n" + shContainer("setup", "echo init >> /d/log", mount)
+	a.write("all.yaml", podYAML("all", "Always", 1, spec,
+		shContainer("worker", "echo run >> /d/runs; if [ $(wc -l < /d/runs) -eq 1 ]; then sleep 2; exit 42; fi; sleep 3600",
+			mount+"    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n"),
+		shContainer("other", "echo other >> /d/log; sleep 3600", mount)))
+	first := a.waitPod(60*time.Second, "all-"+node, "the first run", running)
+	p := a.waitPod(90*time.Second, "all-"+node, "the second run", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && status(p, "worker").RestartCount == 1 && status(p, "worker").State.Running != nil &&
+			status(p, "other").RestartCount == 1 && status(p, "other").State.Running != nil
+	})
+	if lt := status(p, "worker").LastTerminationState.Terminated; lt == nil || lt.ExitCode != 42 {
+		t.Errorf("worker's last state %+v, want exit 42", lt)
+	}
+	if lt := status(p, "other").LastTerminationState.Terminated; lt == nil || (lt.ExitCode != 137 && lt.ExitCode != 143) {
+		t.Errorf("other's last state %+v, want stopped by a signal", lt)
+	}
+	if len(p.Status.InitContainerStatuses) != 1 || p.Status.InitContainerStatuses[0].RestartCount != 1 {
+		t.Errorf("init statuses %+v, want setup run again (restart count 1)", p.Status.InitContainerStatuses)
+	}
+	if p.Status.PodIP == "" || p.Status.PodIP != first.Status.PodIP {
+		t.Errorf("pod IP %q after the restart, %q before: the sandbox must stay", p.Status.PodIP, first.Status.PodIP)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.AllContainersRestarting && c.Status != corev1.ConditionFalse {
+			t.Errorf("AllContainersRestarting %s after the restart", c.Status)
+		}
+	}
+	out, err := a.cli("exec", "all-"+node, "-c", "other", "--", "cat", "/d/log", "/d/runs")
+	if err != nil || out != "init\nother\ninit\nother\nrun\nrun\n" {
+		t.Errorf("the emptyDir holds %q (%v), want both runs' lines", out, err)
+	}
+	a.waitEvent(10*time.Second, "Killing", "container worker exited with code 42")
+	time.Sleep(3 * time.Second) // the second run goes on: no further restart
+	p = a.waitPod(10*time.Second, "all-"+node, "still running", running)
+	if status(p, "worker").RestartCount != 1 || status(p, "other").RestartCount != 1 {
+		t.Errorf("restart counts %d/%d, want 1/1", status(p, "worker").RestartCount, status(p, "other").RestartCount)
+	}
+}
