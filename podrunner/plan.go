@@ -106,7 +106,7 @@ type Plan struct {
 	// left every container runs again from the first init container.
 	Reset     *ResetCause
 	ResetKill []ContainerRecord
-	Start        []StartAction
+	Start     []StartAction
 	// Waiting says why a container is not running and not started now.
 	Waiting map[string]Waiting
 	// Remove lists container IDs no longer needed (instances older than the previous one, dead
