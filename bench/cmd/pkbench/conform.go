@@ -54,6 +54,10 @@ var scenarios = []scenario{
 	{"pod-level-requests", "pod-level requests only", podDoc("cf-podreq", "Always", "  resources:\n    requests:\n      cpu: 100m\n      memory: 32Mi\n", sh("c", sleeper))},
 	{"rule-restart", "restartPolicy Never, a container rule Restart on exit code 42, exit 42 (ContainerRestartRules)", podDoc("cf-rule", "Never", "", sh("c", "sleep 1; exit 42")+
 		"    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [42]\n")},
+	{"restart-all", "an init container, a sleeper and a container whose rule RestartAllContainers on exit 42 fires once (an emptyDir marks it): the pod restarts in place", podDoc("cf-restartall", "Always",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n  initContainers:\n"+sh("init", "exit 0"),
+		sh("a", sleeper), sh("b", "if [ -f /d/done ]; then "+sleeper+"; fi; touch /d/done; sleep 3; exit 42")+
+			"    volumeMounts:\n    - name: d\n      mountPath: /d\n    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n")},
 	{"container-onfailure", "restartPolicy Never, the container's own OnFailure, exit 1", podDoc("cf-ctronfail", "Never", "", sh("c", "sleep 1; exit 1")+"    restartPolicy: OnFailure\n")},
 	{"container-never", "restartPolicy Always, the container's own Never, exit 3", podDoc("cf-ctrnever", "Always", "", sh("c", "exit 3")+"    restartPolicy: Never\n")},
 	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
