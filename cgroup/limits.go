@@ -141,10 +141,11 @@ func ContainerResources(pod *corev1.Pod, c *corev1.Container) Resources {
 }
 
 // PodResources are the limits of a pod's cgroup, as the kubelet computes them: shares from the
-// pod's CPU request (PodRequests); a CPU quota and a memory limit only when every container has
-// that limit (otherwise the pod is unbounded for it); the pod's effective values count an init
+// pod's CPU request (PodRequests); a CPU quota and a memory limit only when every container, init
+// containers included, has that limit (otherwise the pod is unbounded for it); the pod's effective values count an init
 // container alone when it needs more than all app containers together. Pod-level limits
-// (spec.resources), where set, are the pod's CPU quota, memory and hugepages limits.
+// (spec.resources), where set, are the pod's CPU quota, memory and hugepages limits. The pod's
+// overhead (spec.overhead) is added to its CPU request and to the CPU and memory limits it has.
 // BestEffort pods get 2 shares. pidsLimit (podPidsLimit, 0 = none) bounds the whole pod.
 func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 	sum := func(ctrs []corev1.Container, get func(corev1.ResourceList) (int64, bool)) (int64, bool, int64, bool) {
@@ -186,13 +187,18 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 	} else {
 		r.CPUShares = MilliCPUToShares(PodCPURequestMilli(pod))
 	}
+	// A limit only when every container, init containers included, has it (the kubelet's
+	// cpuLimitsDeclared/memoryLimitsDeclared): one without it may use what the node has.
+	var cpuLimitMilli int64
 	if t, all, _, _ := sum(pod.Spec.Containers, limGetter(corev1.ResourceCPU, true)); all && t > 0 {
-		_, _, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceCPU, true))
-		r.CPUQuota = MilliCPUToQuota(effective(t, im), QuotaPeriodUS)
+		if _, allInit, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceCPU, true)); allInit {
+			cpuLimitMilli = effective(t, im)
+		}
 	}
 	if t, all, _, _ := sum(pod.Spec.Containers, limGetter(corev1.ResourceMemory, false)); all && t > 0 {
-		_, _, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceMemory, false))
-		r.Memory = effective(t, im)
+		if _, allInit, im, _ := sum(pod.Spec.InitContainers, limGetter(corev1.ResourceMemory, false)); allInit {
+			r.Memory = effective(t, im)
+		}
 	}
 	// hugepages: the sum of the containers' limits, per page size.
 	for _, c := range pod.Spec.Containers {
@@ -210,7 +216,7 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 			switch sz := hugePageSize(name); {
 			case q.IsZero():
 			case name == corev1.ResourceCPU:
-				r.CPUQuota = MilliCPUToQuota(q.MilliValue(), QuotaPeriodUS)
+				cpuLimitMilli = q.MilliValue()
 			case name == corev1.ResourceMemory:
 				r.Memory = q.Value()
 			case sz != "":
@@ -220,6 +226,16 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) Resources {
 				r.HugePages[sz] = q.Value()
 			}
 		}
+	}
+	// The overhead (spec.overhead) is added to the limits the pod has, as the kubelet does.
+	if o, ok := pod.Spec.Overhead[corev1.ResourceCPU]; ok && cpuLimitMilli > 0 {
+		cpuLimitMilli += o.MilliValue()
+	}
+	if o, ok := pod.Spec.Overhead[corev1.ResourceMemory]; ok && r.Memory > 0 {
+		r.Memory += o.Value()
+	}
+	if cpuLimitMilli > 0 {
+		r.CPUQuota = MilliCPUToQuota(cpuLimitMilli, QuotaPeriodUS)
 	}
 	return r
 }

@@ -81,6 +81,11 @@ func TestPodResources(t *testing.T) {
 		{"guaranteed sums", podWith(nil, lim("cpu", "500m", "memory", "64Mi"), lim("cpu", "250m", "memory", "32Mi")), 768, 75000, 96 << 20, 0},
 		{"one unlimited: no pod limit", podWith(nil, lim("cpu", "500m", "memory", "64Mi"), corev1.ResourceRequirements{Requests: res("cpu", "100m")}), 614, 0, 0, 0},
 		{"init bigger", podWith([]corev1.ResourceRequirements{lim("cpu", "2", "memory", "1Gi")}, lim("cpu", "500m", "memory", "64Mi")), 2048, 200000, 1 << 30, 0},
+		{"an init container without limits: no pod limit (the kubelet's limitsDeclared)",
+			podWith([]corev1.ResourceRequirements{{Requests: res("cpu", "300m", "memory", "48Mi")}}, corev1.ResourceRequirements{Requests: res("cpu", "100m"), Limits: res("memory", "32Mi")}), 307, 0, 0, 0},
+		{"overhead on limits and request", withOverhead(podWith(nil, lim("cpu", "500m", "memory", "64Mi")), "cpu", "250m", "memory", "16Mi"), 768, 75000, 80 << 20, 0},
+		{"overhead on a pod without limits: the request only", withOverhead(podWith(nil, corev1.ResourceRequirements{Requests: res("cpu", "100m")}), "cpu", "100m", "memory", "16Mi"), 204, 0, 0, 0},
+		{"overhead on a BestEffort pod: 2 shares", withOverhead(podWith(nil, corev1.ResourceRequirements{}), "cpu", "100m"), 2, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := PodResources(tc.pod, 0)
@@ -164,5 +169,22 @@ func TestBurstableShares(t *testing.T) {
 		if got := BurstableShares(tc.pods); got != tc.want {
 			t.Errorf("%s: BurstableShares = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// withOverhead sets the pod's spec.overhead.
+func withOverhead(p *corev1.Pod, kv ...string) *corev1.Pod {
+	p.Spec.Overhead = res(kv...)
+	return p
+}
+
+func TestPodRequestsCountOverhead(t *testing.T) {
+	p := withOverhead(podWith(nil, corev1.ResourceRequirements{Requests: res("cpu", "100m", "memory", "32Mi")}), "cpu", "50m", "memory", "8Mi", "pods", "0")
+	got := PodRequests(p)
+	if c, m := got[corev1.ResourceCPU], got[corev1.ResourceMemory]; c.MilliValue() != 150 || m.Value() != 40<<20 || len(got) != 2 {
+		t.Errorf("PodRequests = %v, want cpu 150m, memory 40Mi and nothing else", got)
+	}
+	if q := QOSClass(p); q != corev1.PodQOSBurstable {
+		t.Errorf("QoS %s: the overhead does not count for the class", q)
 	}
 }

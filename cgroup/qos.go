@@ -139,7 +139,8 @@ func AggregateContainerRequests(pod *corev1.Pod) corev1.ResourceList {
 }
 
 // PodRequests is what a pod asks of the node, per resource: its pod-level request where it sets
-// one (PodLevelSet), else AggregateContainerRequests. Zero requests are left out.
+// one (PodLevelSet), else AggregateContainerRequests; plus the pod's overhead (spec.overhead), as
+// the kubelet counts it for admission and the pod cgroup. Zero requests are left out.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	out := AggregateContainerRequests(pod)
 	if PodLevelSet(pod) {
@@ -153,6 +154,14 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 				out[n] = q.DeepCopy()
 			}
 		}
+	}
+	for n, q := range pod.Spec.Overhead {
+		if q.IsZero() {
+			continue
+		}
+		v := out[n]
+		v.Add(q)
+		out[n] = v
 	}
 	return out
 }

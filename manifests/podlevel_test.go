@@ -195,3 +195,23 @@ func TestFileKeyRefValidated(t *testing.T) {
 		t.Errorf("fileKeyRef decoded as %+v", r)
 	}
 }
+
+func TestOverheadValidated(t *testing.T) {
+	fe := mustFail(t, pod("a")+"  overhead:\n    cpu: -100m\n    widgets: 1\n")
+	var got []string
+	for _, p := range fe.Problems {
+		got = append(got, p.String())
+	}
+	for _, want := range []string{
+		`doc 0: spec.overhead.limits[cpu]: Invalid value: "-100m": must be greater than or equal to 0`,
+		`doc 0: spec.overhead.limits[widgets]: Invalid value: "widgets": must be a standard resource type or fully qualified`,
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("problems %q, want %q among them", got, want)
+		}
+	}
+	p := mustDecode(t, "/etc/pods/x.yaml", pod("a")+"  overhead:\n    cpu: 100m\n    memory: 16Mi\n")
+	if m := p[0].Spec.Overhead.Memory(); m.String() != "16Mi" {
+		t.Errorf("overhead memory %s", m)
+	}
+}

@@ -110,6 +110,8 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	}
 	errs = append(errs, validatePodProbes(pod, spec)...)
 	errs = append(errs, validatePodResources(&pod.Spec, spec.Child("resources"))...)
+	// spec.overhead: checked as limits, as the API server does (it reuses that validation).
+	errs = append(errs, validateResources(corev1.ResourceRequirements{Limits: pod.Spec.Overhead}, spec.Child("overhead"))...)
 	// What needs API objects or an API call the kubelet refuses in a static pod too; podkeeper
 	// would otherwise run the pod without the device, claim or container asked for.
 	if len(pod.Spec.ResourceClaims) > 0 {

@@ -185,3 +185,53 @@ func TestPodLevelResources(t *testing.T) {
 		t.Errorf("no container cgroup in %s holds the pod's 64Mi limit", podDir)
 	}
 }
+
+// spec.overhead counts in the pod cgroup as the kubelet counts it: added to the CPU request
+// (shares) and to the CPU and memory limits the pod has; the container's own cgroup keeps its own
+// limit.
+func TestPodOverhead(t *testing.T) {
+	parent := fmt.Sprintf("pke-ovh-%d", time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	a := startAgent(t, "pk-e2e-overhead")
+	a.write("ovh.yaml", podYAML("ovh", "Always", 1, "  overhead:\n    cpu: 100m\n    memory: 16Mi\n",
+		shContainer("c", "sleep 3600", "    resources:\n      limits:\n        cpu: 200m\n        memory: 32Mi\n")))
+	p := a.waitPod(60*time.Second, "ovh-"+node, "ovh running", running)
+	var podDir string
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", parent), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "pod"+string(p.UID) {
+			podDir = path
+		}
+		return nil
+	})
+	if podDir == "" {
+		t.Fatalf("no memory cgroup for pod %s under %s", p.UID, parent)
+	}
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	cpuDir := strings.Replace(podDir, "/sys/fs/cgroup/memory/", "/sys/fs/cgroup/cpu/", 1)
+	for file, want := range map[string]string{
+		filepath.Join(podDir, "memory.limit_in_bytes"): "50331648", // 32Mi + 16Mi
+		filepath.Join(cpuDir, "cpu.cfs_quota_us"):      "30000",    // 200m + 100m
+		filepath.Join(cpuDir, "cpu.shares"):            "307",      // 300m requested
+	} {
+		if got := read(file); got != want {
+			t.Errorf("%s = %s, want %s", file, got, want)
+		}
+	}
+	ctrs, _ := os.ReadDir(podDir)
+	n := 0
+	for _, e := range ctrs {
+		if e.IsDir() && read(filepath.Join(podDir, e.Name(), "memory.limit_in_bytes")) == "33554432" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("no container cgroup in %s holds the container's own 32Mi limit", podDir)
+	}
+}
