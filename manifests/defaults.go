@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,7 +149,14 @@ func defaultVolume(v *corev1.Volume) {
 			*m = &d
 		}
 	}
+	if reflect.ValueOf(v.VolumeSource).IsZero() {
+		v.EmptyDir = &corev1.EmptyDirVolumeSource{} // a volume with no source, as the API server defaults it
+	}
 	switch {
+	case v.Image != nil:
+		if v.Image.PullPolicy == "" {
+			v.Image.PullPolicy = defaultPullPolicy(v.Image.Reference)
+		}
 	case v.ConfigMap != nil:
 		mode(&v.ConfigMap.DefaultMode)
 	case v.Secret != nil:

@@ -215,3 +215,33 @@ func TestOverheadValidated(t *testing.T) {
 		t.Errorf("overhead memory %s", m)
 	}
 }
+
+func TestImageVolumeDefaultedAndValidated(t *testing.T) {
+	vol := func(src string) string { return "  volumes:\n  - name: v\n" + src }
+	p := mustDecode(t, "/etc/pods/x.yaml", pod("a")+vol("    image:\n      reference: registry.local/models:v3\n")+
+		"  - name: latest\n    image:\n      reference: registry.local/models\n  - name: scratch\n")
+	if pp := p[0].Spec.Volumes[0].Image.PullPolicy; pp != corev1.PullIfNotPresent {
+		t.Errorf("tagged reference: pullPolicy %q, want IfNotPresent", pp)
+	}
+	if pp := p[0].Spec.Volumes[1].Image.PullPolicy; pp != corev1.PullAlways {
+		t.Errorf("untagged reference: pullPolicy %q, want Always", pp)
+	}
+	if p[0].Spec.Volumes[2].EmptyDir == nil {
+		t.Errorf("a volume with no source: %+v, want an emptyDir (the API server's default)", p[0].Spec.Volumes[2].VolumeSource)
+	}
+	fe := mustFail(t, pod("a")+"    volumeMounts:\n    - name: v\n      mountPath: /v\n      bindMountOptions: [noexec]\n"+
+		vol("    image:\n      pullPolicy: Sometimes\n"))
+	var got []string
+	for _, pr := range fe.Problems {
+		got = append(got, pr.String())
+	}
+	for _, want := range []string{
+		"doc 0: spec.volumes[0].image.reference: Required value",
+		`doc 0: spec.volumes[0].image.pullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`,
+		`doc 0: spec.containers[0].volumeMounts[0].bindMountOptions: Invalid value: ["noexec"]: bindMountOptions may not be used with image volumes`,
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("problems %q, want %q among them", got, want)
+		}
+	}
+}

@@ -243,6 +243,14 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], fie
 			if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() < 0 {
 				errs = append(errs, field.Invalid(vp.Child("emptyDir").Child("sizeLimit"), l.String(), "must be greater than or equal to 0"))
 			}
+		case v.Image != nil: // ImageVolume, GA in the kubelet 1.36
+			ip := vp.Child("image")
+			if v.Image.Reference == "" {
+				errs = append(errs, field.Required(ip.Child("reference"), ""))
+			}
+			if !slices.Contains(supportedPullPolicies, v.Image.PullPolicy) {
+				errs = append(errs, field.NotSupported(ip.Child("pullPolicy"), v.Image.PullPolicy, supportedPullPolicies))
+			}
 		case v.ConfigMap != nil:
 			cp := vp.Child("configMap")
 			if v.ConfigMap.Name == "" {
@@ -350,7 +358,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 		}
 	}
 	errs = append(errs, validateEnv(c, p, spec)...)
-	errs = append(errs, validateMounts(c, p, vols)...)
+	errs = append(errs, validateMounts(c, p, vols, spec)...)
 	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
 	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
 	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"), true)...)
@@ -532,8 +540,14 @@ func validateRefName(p *field.Path, name string) field.ErrorList {
 }
 
 // validateMounts checks volumeMounts: known volume, absolute unique mountPath, relative subPath.
-func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string]) field.ErrorList {
+func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string], spec *corev1.PodSpec) field.ErrorList {
 	var errs field.ErrorList
+	imageVols := sets.New[string]()
+	for _, v := range spec.Volumes {
+		if v.Image != nil {
+			imageVols.Insert(v.Name)
+		}
+	}
 	paths := sets.New[string]()
 	for i, m := range c.VolumeMounts {
 		mp := p.Child("volumeMounts").Index(i)
@@ -557,6 +571,9 @@ func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string]) f
 			if o != "noexec" && o != "nodev" && o != "nosuid" {
 				errs = append(errs, field.NotSupported(mp.Child("bindMountOptions").Index(j), o, []string{"noexec", "nodev", "nosuid"}))
 			}
+		}
+		if len(m.BindMountOptions) > 0 && imageVols.Has(m.Name) {
+			errs = append(errs, field.Invalid(mp.Child("bindMountOptions"), m.BindMountOptions, "bindMountOptions may not be used with image volumes"))
 		}
 		if m.SubPath != "" && m.SubPathExpr != "" {
 			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))

@@ -520,59 +520,20 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		w.setWaiting(c.Name, "ContainerCreating", m.lastErr)
 		return false, m.notBefore
 	}
-	if pm := w.pulls[c.Image]; pm != nil && time.Now().Before(pm.notBefore) {
-		if pm.reason != "" { // an ImageError: shown as is until the next try
-			w.setWaiting(c.Name, pm.reason, pm.lastErr)
-		} else {
-			w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", c.Image, pm.lastErr))
-		}
-		return false, pm.notBefore
-	}
 	began := time.Now()
 	secrets, missing := PullSecrets(w.m.ConfigLookup(), pod)
-	if len(missing) > 0 && a.Attempt == 0 {
+	if pm := w.pulls[c.Image]; len(missing) > 0 && a.Attempt == 0 && (pm == nil || !began.Before(pm.notBefore)) { // not again while a pull backs off
 		w.m.rec.Eventf(pod, "", EventWarning, ReasonFailedToRetrieveImagePullSecret, "Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 	}
-	var img ImageResult
-	var err error
-	if present != nil {
-		img = *present
-	} else {
-		img, err = w.m.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy, PullOptions{
-			Secrets: secrets,
-			OnPull: func() {
-				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", c.Image)
-			},
-		})
+	// Image volumes first (the kubelet pulls them before it starts any container), then the
+	// container's own image; a failure shows on the container as its own image's would.
+	for _, v := range imageVolumesOf(pod, c) {
+		if ok, retry := w.ensureImage(ctx, pod, c, v.Image.Reference, v.Image.PullPolicy, secrets, nil, a.Attempt, began); !ok {
+			return false, retry
+		}
 	}
-	var ie *ImageError
-	if errors.As(err, &ie) {
-		// No pull was tried and none would help: the kubelet's reason and message, no back-off
-		// phase; tried again later all the same (a tarball of the image may be dropped in).
-		m := w.failed(w.m.cfg.Backoff, w.pulls, c.Image, err)
-		m.reason, m.lastErr = ie.Reason, ie.Message
-		w.m.rec.Eventf(pod, c.Name, EventWarning, ie.Event, "%s", ie.Message)
-		w.setWaiting(c.Name, ie.Reason, ie.Message)
-		return false, m.notBefore
-	}
-	if err != nil {
-		w.failed(w.m.cfg.Backoff, w.pulls, c.Image, err)
-		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", c.Image, err)
-		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", c.Image)
-		w.setWaiting(c.Name, "ErrImagePull", err.Error())
-		// Sync again soon: the status then says ImagePullBackOff until the backoff ends, as the
-		// kubelet's does.
-		return false, time.Now().Add(time.Second)
-	}
-	delete(w.pulls, c.Image)
-	delete(w.imgWaiting, c.Name)
-	if img.Pulled {
-		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.", c.Image, img.Duration.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), img.Size)
-	} else if a.Attempt == 0 {
-		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Container image %q already present on machine", c.Image)
-	}
-	if img.Warning != "" {
-		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "%s", img.Warning)
+	if ok, retry := w.ensureImage(ctx, pod, c, c.Image, c.ImagePullPolicy, secrets, present, a.Attempt, began); !ok {
+		return false, retry
 	}
 	pod = w.podForRuntime(pod)
 	rec, err := w.m.rt.StartContainer(ctx, StartRequest{
@@ -617,6 +578,81 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	}
 	w.log.Info("container started", "container", c.Name, "restartCount", a.Attempt, "pid", rec.PID, "took", time.Since(began).Round(time.Millisecond))
 	return true, time.Time{}
+}
+
+// ensureImage makes image present for container c (its own image, or one of its image volumes')
+// as policy asks, with the kubelet's events and waiting reasons (ErrImagePull, ImagePullBackOff,
+// ErrImageNeverPull...) on c. present, when not nil, is what EnsureImage just found for it. It
+// returns false, with when to try again, when c cannot start yet.
+func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, image string, policy corev1.PullPolicy, secrets []*corev1.Secret, present *ImageResult, attempt int, began time.Time) (bool, time.Time) {
+	if pm := w.pulls[image]; pm != nil && time.Now().Before(pm.notBefore) {
+		if pm.reason != "" { // an ImageError: shown as is until the next try
+			w.setWaiting(c.Name, pm.reason, pm.lastErr)
+		} else {
+			w.setWaiting(c.Name, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %s", image, pm.lastErr))
+		}
+		return false, pm.notBefore
+	}
+	var img ImageResult
+	var err error
+	if present != nil {
+		img = *present
+	} else {
+		img, err = w.m.rt.EnsureImage(ctx, image, policy, PullOptions{
+			Secrets: secrets,
+			OnPull: func() {
+				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", image)
+			},
+		})
+	}
+	var ie *ImageError
+	if errors.As(err, &ie) {
+		// No pull was tried and none would help: the kubelet's reason and message, no back-off
+		// phase; tried again later all the same (a tarball of the image may be dropped in).
+		m := w.failed(w.m.cfg.Backoff, w.pulls, image, err)
+		m.reason, m.lastErr = ie.Reason, ie.Message
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ie.Event, "%s", ie.Message)
+		w.setWaiting(c.Name, ie.Reason, ie.Message)
+		return false, m.notBefore
+	}
+	if err != nil {
+		w.failed(w.m.cfg.Backoff, w.pulls, image, err)
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Failed to pull image %q: %v", image, err)
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonBackOff, "Back-off pulling image %q", image)
+		w.setWaiting(c.Name, "ErrImagePull", err.Error())
+		// Sync again soon: the status then says ImagePullBackOff until the backoff ends, as the
+		// kubelet's does.
+		return false, time.Now().Add(time.Second)
+	}
+	delete(w.pulls, image)
+	delete(w.imgWaiting, c.Name)
+	if img.Pulled {
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.", image, img.Duration.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), img.Size)
+	} else if attempt == 0 {
+		w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulled, "Container image %q already present on machine", image)
+	}
+	if img.Warning != "" {
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "%s", img.Warning)
+	}
+	return true, time.Time{}
+}
+
+// imageVolumesOf lists the image volumes of pod that container c mounts.
+func imageVolumesOf(pod *corev1.Pod, c *corev1.Container) []*corev1.Volume {
+	var out []*corev1.Volume
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.Image == nil {
+			continue
+		}
+		for _, vm := range c.VolumeMounts {
+			if vm.Name == v.Name {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // failed charges one more failure to memo[key] and returns it with its next retry time, spaced

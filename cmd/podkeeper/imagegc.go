@@ -82,6 +82,11 @@ func (g *imageGC) run(ctx context.Context) error {
 		for _, c := range p.Spec.Containers {
 			mark(c.Image)
 		}
+		for _, v := range p.Spec.Volumes {
+			if v.Image != nil {
+				mark(v.Image.Reference) // an image volume's view snapshot needs its image
+			}
+		}
 	}
 	var cands []podrunner.GCImage
 	for _, im := range imgs {

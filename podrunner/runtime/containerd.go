@@ -798,7 +798,19 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro, vars)
+	imageDirs := map[string]string{}
+	for _, vm := range ctr.VolumeMounts {
+		for i := range pod.Spec.Volumes {
+			if v := &pod.Spec.Volumes[i]; v.Name == vm.Name && v.Image != nil && imageDirs[v.Name] == "" {
+				dir, err := r.mountImageVolume(ctx, pod, v)
+				if err != nil {
+					return nil, err
+				}
+				imageDirs[v.Name] = dir
+			}
+		}
+	}
+	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro, vars, imageDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -1232,6 +1244,9 @@ func (r *Runtime) RemovePodFiles(uid string) error {
 	r.sweepShimsSoon()
 	dir := podDir(r.cfg.RootDir, uid)
 	if err := unmountUnder(dir); err != nil {
+		return fmt.Errorf("remove pod files: %w", err)
+	}
+	if err := r.releaseImageVolumes(uid); err != nil {
 		return fmt.Errorf("remove pod files: %w", err)
 	}
 	return os.RemoveAll(dir)

@@ -63,12 +63,16 @@ func (r *Runtime) RemoveEmptyDirs(uid string) error {
 // PodVolumesUsage is what pod uid's local volumes (emptyDir and the files podkeeper generates for
 // it) hold under the root dir.
 func (r *Runtime) PodVolumesUsage(uid string) (DiskUsage, error) {
-	return DirUsage(podDir(r.cfg.RootDir, uid))
+	return dirUsage(podDir(r.cfg.RootDir, uid), filepath.Join(podDir(r.cfg.RootDir, uid), "volumes", volImage))
 }
 
 // DirUsage walks dir (staying on its file system) and counts the blocks and inodes of what is
 // in it, dir included; a missing dir uses nothing. Hard links are counted once.
-func DirUsage(dir string) (DiskUsage, error) {
+func DirUsage(dir string) (DiskUsage, error) { return dirUsage(dir, "") }
+
+// dirUsage is DirUsage without what is below skip (image volumes: an image's files, mounted
+// from containerd's snapshots, are not the pod's writes even on the same file system).
+func dirUsage(dir, skip string) (DiskUsage, error) {
 	var u DiskUsage
 	root, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -92,6 +96,9 @@ func DirUsage(dir string) (DiskUsage, error) {
 				return nil
 			}
 			return err
+		}
+		if skip != "" && path == skip && d.IsDir() {
+			return filepath.SkipDir
 		}
 		st := info.Sys().(*syscall.Stat_t)
 		if st.Dev != rootDev {

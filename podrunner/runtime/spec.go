@@ -195,13 +195,15 @@ func sandboxRefusal(pod *corev1.Pod) error {
 }
 
 // volumeMounts turns a container's volumeMounts into OCI mounts, preparing each volume on the
-// host (volumes.go). configMap, secret, downwardAPI and projected volumes are always read-only.
+// host (volumes.go); image volumes are the directories in imageDirs (by volume name), mounted
+// by the runtime beforehand. configMap, secret, downwardAPI, projected and image volumes are
+// always read-only.
 // rroSupported says the runtime makes recursively read-only mounts (recursiveReadOnly). It also
 // returns the rootfs propagation the mounts need (bindOptions; empty: the default, private).
 //
 // A subPath (or a subPathExpr, expanded from env: the container's environment) is resolved
 // without leaving its volume and bind-mounted onto a path podkeeper owns (subpath.go).
-func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool, env map[string]string) ([]specs.Mount, string, error) {
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool, env map[string]string, imageDirs map[string]string) ([]specs.Mount, string, error) {
 	vols := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -213,8 +215,14 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podr
 		if !ok {
 			return nil, "", fmt.Errorf("volumeMount %q: no volume of that name", vm.Name)
 		}
-		src, ro, err := prepareVolume(root, pod, v, lookup, hostAllocatable())
-		if err != nil {
+		var src string
+		var ro bool
+		var err error
+		if v.Image != nil { // mounted by the runtime, read-only
+			if src, ro = imageDirs[v.Name], true; src == "" {
+				return nil, "", fmt.Errorf("volume %q: image volume not mounted", v.Name)
+			}
+		} else if src, ro, err = prepareVolume(root, pod, v, lookup, hostAllocatable()); err != nil {
 			return nil, "", err
 		}
 		sub := vm.SubPath

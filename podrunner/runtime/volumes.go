@@ -65,8 +65,10 @@ func volumeKind(v *corev1.Volume) (kind string, atomic, tmpfs bool, err error) {
 		return volProjected, true, true, nil
 	case v.HostPath != nil:
 		return "", false, false, nil
+	case v.Image != nil:
+		return volImage, false, false, nil
 	}
-	return "", false, false, fmt.Errorf("volume %q: this volume type is not supported (emptyDir, hostPath, configMap, secret, downwardAPI and projected are)", v.Name)
+	return "", false, false, fmt.Errorf("volume %q: this volume type is not supported (emptyDir, hostPath, configMap, secret, downwardAPI, projected and image are)", v.Name)
 }
 
 func volumeDir(root, uid, kind, name string) string {
@@ -642,6 +644,9 @@ func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrun
 	kind, atomic, tmpfs, err := volumeKind(v)
 	if err != nil {
 		return "", false, err
+	}
+	if v.Image != nil {
+		return "", false, fmt.Errorf("volume %q: an image volume is mounted by the runtime (mountImageVolume)", v.Name)
 	}
 	if v.HostPath != nil {
 		if err := prepareHostPath(v.HostPath.Path, v.HostPath.Type); err != nil {
