@@ -14,7 +14,7 @@ import (
 )
 
 // Image volumes (volumes[].image, GA in the kubelet 1.36): the busybox image's files mounted
-// read-only into two containers of a pod; an image that is not on the node under pullPolicy
+// read-only into two containers of a pod (a subPath of it too); an image that is not on the node under pullPolicy
 // Never waits as ErrImageNeverPull; once the pod is removed no mount, view snapshot or lease of
 // its volume is left in containerd.
 func TestImageVolume(t *testing.T) {
@@ -23,7 +23,7 @@ func TestImageVolume(t *testing.T) {
 	mount := "    volumeMounts:\n    - name: tools\n      mountPath: /tools\n"
 	a.write("iv.yaml", podYAML("iv", "Always", 1, vol,
 		shContainer("a", "test -x /tools/bin/busybox && echo found; touch /tools/x 2>/dev/null || echo readonly; sleep 3600", mount),
-		shContainer("b", "ls /tools/bin/busybox && echo b-found; sleep 3600", mount)))
+		shContainer("b", "ls /tools/bin/busybox && ls /only-bin/busybox && echo b-found; sleep 3600", mount+"    - name: tools\n      mountPath: /only-bin\n      subPath: bin\n")))
 	a.write("nope.yaml", podYAML("nope", "Always", 1, "  volumes:\n  - name: data\n    image:\n      reference: 127.0.0.1:1/nope/data:1\n      pullPolicy: Never\n",
 		shContainer("c", "sleep 3600", "    volumeMounts:\n    - name: data\n      mountPath: /data\n")))
 	a.waitPod(60*time.Second, "iv-"+node, "iv running", running)
@@ -31,7 +31,7 @@ func TestImageVolume(t *testing.T) {
 		out, err := a.cli("logs", "iv-"+node, "-c", "a")
 		return err == nil && strings.Contains(out, "found\nreadonly\n"), out
 	})
-	a.eventually(20*time.Second, "b sees them too", func() (bool, string) {
+	a.eventually(20*time.Second, "b sees them too, and its subPath", func() (bool, string) {
 		out, err := a.cli("logs", "iv-"+node, "-c", "b")
 		return err == nil && strings.Contains(out, "b-found"), out
 	})

@@ -135,4 +135,6 @@ func (r *Runtime) releaseImageVolumes(uid string) error {
 }
 
 // quoteFilter quotes s for a containerd filter.
-func quoteFilter(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"` }
+func quoteFilter(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
