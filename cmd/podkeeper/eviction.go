@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,9 +127,12 @@ func (u podUsage) localStorage(p *corev1.Pod) (podrunner.LocalStorageUsage, bool
 		if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
 			continue
 		}
-		if e, err := u.rt.EmptyDirUsage(string(p.UID), v.Name); err == nil {
-			out.EmptyDirs[v.Name] = e.Bytes
+		e, err := u.rt.EmptyDirUsage(string(p.UID), v.Name)
+		if err != nil {
+			slog.Warn("cannot measure an emptyDir for its sizeLimit", "pod", p.Namespace+"/"+p.Name, "volume", v.Name, "err", err)
+			continue
 		}
+		out.EmptyDirs[v.Name] = e.Bytes
 	}
 	return out, true
 }
@@ -146,6 +150,7 @@ func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
 	d := podDisk{containers: map[string]runtime.DiskUsage{}}
 	var err error
 	if d.volumes, err = u.rt.PodVolumesUsage(string(p.UID)); err != nil {
+		slog.Debug("cannot measure a pod's volumes", "pod", p.Namespace+"/"+p.Name, "err", err)
 		return d, false
 	}
 	logs := filepath.Join(u.logDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
@@ -156,6 +161,7 @@ func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
 		}
 		layer, err := u.rt.WritableLayerUsage(ctx, id)
 		if err != nil {
+			slog.Debug("cannot measure a container's writable layer", "pod", p.Namespace+"/"+p.Name, "container", cs.Name, "err", err)
 			return d, false
 		}
 		lg, err := runtime.DirUsage(filepath.Join(logs, cs.Name))

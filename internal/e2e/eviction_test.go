@@ -410,6 +410,14 @@ func TestEvictionLocalStorageLimits(t *testing.T) {
 	// dir writes 3 MiB into its 1Mi emptyDir on its first run only (a marker on the host), then
 	// reports what its emptyDir holds.
 	v, m := scratch("1Mi")
+	t.Cleanup(func() { // before the agent stops: what dir did, when it was not evicted in time
+		if t.Failed() {
+			out, err := a.cli("logs", "dir-"+node)
+			t.Logf("dir's log (%v): %s", err, out)
+			desc, _ := a.cli("describe", "pod", "dir-"+node)
+			t.Logf("dir: %s", desc)
+		}
+	})
 	a.write("dir.yaml", podYAML("dir", "Always", 1, hostVol+v, shContainer("dir",
 		"if [ ! -e /host/dir-wrote ]; then touch /host/dir-wrote; "+write("/scratch/f", 3072)+"; fi; echo scratch: $(ls /scratch | wc -l) files; sleep 3600",
 		hostMount+m)))
