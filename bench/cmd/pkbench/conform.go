@@ -58,6 +58,8 @@ var scenarios = []scenario{
 		"  volumes:\n  - name: d\n    emptyDir: {}\n  initContainers:\n"+sh("init", "exit 0"),
 		sh("a", sleeper), sh("b", "if [ -f /d/done ]; then "+sleeper+"; fi; touch /d/done; sleep 3; exit 42")+
 			"    volumeMounts:\n    - name: d\n      mountPath: /d\n    restartPolicy: Never\n    restartPolicyRules:\n    - action: RestartAllContainers\n      exitCodes:\n        operator: In\n        values: [42]\n")},
+	{"env-file", "an init container writes KEY='value' lines to an emptyDir, the app's env reads one (fileKeyRef, EnvFiles)", envFilePod("cf-envfile", "GREETING")},
+	{"env-file-missing", "the same with a key the file lacks (CreateContainerConfigError)", envFilePod("cf-envmissing", "ABSENT")},
 	{"container-onfailure", "restartPolicy Never, the container's own OnFailure, exit 1", podDoc("cf-ctronfail", "Never", "", sh("c", "sleep 1; exit 1")+"    restartPolicy: OnFailure\n")},
 	{"container-never", "restartPolicy Always, the container's own Never, exit 3", podDoc("cf-ctrnever", "Always", "", sh("c", "exit 3")+"    restartPolicy: Never\n")},
 	{"hostnetwork", "hostNetwork: true", podDoc("cf-hostnet", "Always", "  hostNetwork: true\n", sh("c", sleeper))},
@@ -464,4 +466,12 @@ func compareMaps(scenario string, am, bm map[string]string) (int, []difference) 
 		}
 	}
 	return len(ks), diffs
+}
+
+// envFilePod is a pod whose init container writes an env file into an emptyDir and whose app
+// container reads key from it through env[].valueFrom.fileKeyRef.
+func envFilePod(name, key string) string {
+	mount := "    volumeMounts:\n    - name: e\n      mountPath: /e\n"
+	return podDoc(name, "Always", "  volumes:\n  - name: e\n    emptyDir: {}\n  initContainers:\n"+sh("w", "printf \"GREETING='hello'\\n\" > /e/vars")+mount,
+		sh("c", sleeper)+"    env:\n    - name: V\n      valueFrom:\n        fileKeyRef:\n          volumeName: e\n          path: vars\n          key: "+key+"\n")
 }
