@@ -393,7 +393,6 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 	return errs
 }
 
-// validateEnv checks env names and sources and envFrom.
 // validateFileKeyRef checks an env fileKeyRef as the API server does: the volume must be one of
 // the pod's emptyDir volumes, the path relative and without "..", the key a variable name.
 func validateFileKeyRef(p *field.Path, r *corev1.FileKeySelector, spec *corev1.PodSpec) field.ErrorList {
@@ -409,14 +408,7 @@ func validateFileKeyRef(p *field.Path, r *corev1.FileKeySelector, spec *corev1.P
 			errs = append(errs, field.Invalid(p.Child("volumeName"), r.VolumeName, "referenced volume must be an emptyDir volume"))
 		}
 	}
-	switch {
-	case r.Path == "":
-		errs = append(errs, field.Required(p.Child("path"), ""))
-	case path.IsAbs(r.Path):
-		errs = append(errs, field.Invalid(p.Child("path"), r.Path, "must be a relative path"))
-	case slices.Contains(strings.Split(r.Path, "/"), ".."):
-		errs = append(errs, field.Invalid(p.Child("path"), r.Path, "must not contain '..'"))
-	}
+	errs = append(errs, validateRelativePath(p.Child("path"), r.Path)...)
 	if r.Key == "" {
 		errs = append(errs, field.Required(p.Child("key"), ""))
 	} else {
@@ -427,6 +419,7 @@ func validateFileKeyRef(p *field.Path, r *corev1.FileKeySelector, spec *corev1.P
 	return errs
 }
 
+// validateEnv checks env names and sources and envFrom.
 func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range c.Env {

@@ -158,14 +158,9 @@ const (
 // (restartPolicy Always) always restarts. Pure.
 func ContainerShouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		for _, r := range c.RestartPolicyRules {
-			if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
-				if r.Action == corev1.ContainerRestartRuleActionRestart || r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
-					return true
-				}
-				break // another action (refused at validation): the container's policy decides
-			}
-		}
+		if r := matchingRule(c, exitCode); r != nil && (r.Action == corev1.ContainerRestartRuleActionRestart || r.Action == corev1.ContainerRestartRuleActionRestartAllContainers) {
+			return true
+		} // no rule matches, or another action (refused at validation): the container's policy decides
 		switch *c.RestartPolicy {
 		case corev1.ContainerRestartPolicyAlways:
 			return true
@@ -183,6 +178,20 @@ func ContainerShouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32
 	default:
 		return true
 	}
+}
+
+// matchingRule is the first of container c's restartPolicyRules whose exit codes match exitCode,
+// nil when none does or c has no restartPolicy of its own (rules are read only with one).
+func matchingRule(c *corev1.Container, exitCode int32) *corev1.ContainerRestartRule {
+	if c.RestartPolicy == nil {
+		return nil
+	}
+	for i, r := range c.RestartPolicyRules {
+		if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
+			return &c.RestartPolicyRules[i]
+		}
+	}
+	return nil
 }
 
 // exitCodesMatch says whether exitCode is In (or NotIn) the rule's values.
@@ -204,15 +213,8 @@ func belongsTo(r, sandbox ContainerRecord) bool {
 // of its restartPolicyRules that matches has action RestartAllContainers (the kubelet's
 // RestartAllContainersOnContainerExits, beta and on since 1.36).
 func restartsAll(c *corev1.Container, exitCode int32) bool {
-	if c.RestartPolicy == nil {
-		return false
-	}
-	for _, r := range c.RestartPolicyRules {
-		if r.ExitCodes != nil && exitCodesMatch(*r.ExitCodes, exitCode) {
-			return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
-		}
-	}
-	return false
+	r := matchingRule(c, exitCode)
+	return r != nil && r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
 }
 
 // CouldRestartAll reports whether any container of pod has a RestartAllContainers rule (such a
@@ -273,8 +275,17 @@ func resetKill(pod *corev1.Pod, v PodView, sb ContainerRecord, reset *ResetCause
 func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 	p := Plan{Waiting: map[string]Waiting{}, podDesc: fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)}
 	p.Remove = removable(pod, v)
-	p.Phase = PodPhase(pod, v)
 	sb, hasSB := v.Sandbox()
+	// An exit that restarts the whole pod (RestartAllContainers), and what of the run before it
+	// still runs.
+	var reset *ResetCause
+	var kill []ContainerRecord
+	if hasSB {
+		if reset = lastReset(pod, v, sb); reset != nil {
+			kill = resetKill(pod, v, sb, reset)
+		}
+	}
+	p.Phase = podPhase(pod, v, phaseReset(reset, kill))
 
 	if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
 		p.StopSidecars = runningSidecars(pod, v)
@@ -298,19 +309,16 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 		return p
 	}
 
-	// An exit that restarts the whole pod: the previous run's containers stop, then everything
-	// starts again from the first init container (no backoff: the kubelet removes the old
-	// containers, and with them the exits a backoff would count).
-	reset := lastReset(pod, v, sb)
-	if reset != nil {
-		if kill := resetKill(pod, v, sb, reset); len(kill) > 0 {
-			p.Reset, p.ResetKill = reset, kill
-			for _, c := range allContainers(pod) {
-				p.Waiting[c.Name] = Waiting{Reason: ReasonRestartingAllContainers,
-					Message: fmt.Sprintf("container %s exited with code %d: the pod's containers restart in place (RestartAllContainers)", reset.Container, reset.ExitCode)}
-			}
-			return p
+	// The previous run's containers stop, then everything starts again from the first init
+	// container (no backoff: the kubelet removes the old containers, and with them the exits a
+	// backoff would count).
+	if len(kill) > 0 {
+		p.Reset, p.ResetKill = reset, kill
+		for _, c := range allContainers(pod) {
+			p.Waiting[c.Name] = Waiting{Reason: ReasonRestartingAllContainers,
+				Message: fmt.Sprintf("container %s exited with code %d: the pod's containers restart in place (RestartAllContainers)", reset.Container, reset.ExitCode)}
 		}
+		return p
 	}
 
 	// Init containers: in order, each to success before the next.
@@ -488,11 +496,25 @@ func PodPhase(pod *corev1.Pod, v PodView) corev1.PodPhase {
 	sb, hasSB := v.Sandbox()
 	var reset *ResetCause
 	if hasSB {
-		// While the previous run's containers are being stopped the phase is still theirs.
-		if reset = lastReset(pod, v, sb); reset != nil && len(resetKill(pod, v, sb, reset)) > 0 {
-			reset = nil
+		if reset = lastReset(pod, v, sb); reset != nil {
+			reset = phaseReset(reset, resetKill(pod, v, sb, reset))
 		}
 	}
+	return podPhase(pod, v, reset)
+}
+
+// phaseReset is the in-place restart the phase counts: none while the previous run's containers
+// (kill) are being stopped, for the phase is still theirs.
+func phaseReset(reset *ResetCause, kill []ContainerRecord) *ResetCause {
+	if len(kill) > 0 {
+		return nil
+	}
+	return reset
+}
+
+// podPhase is PodPhase with the in-place restart that bounds the current run (nil: none).
+func podPhase(pod *corev1.Pod, v PodView, reset *ResetCause) corev1.PodPhase {
+	sb, hasSB := v.Sandbox()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		latest, ok := v.Latest(c.Name)

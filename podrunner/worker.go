@@ -527,7 +527,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	}
 	// Image volumes first (the kubelet pulls them before it starts any container), then the
 	// container's own image; a failure shows on the container as its own image's would.
-	for _, v := range imageVolumesOf(pod, c) {
+	for _, v := range ImageVolumesOf(pod, c) {
 		if ok, retry := w.ensureImage(ctx, pod, c, v.Image.Reference, v.Image.PullPolicy, secrets, nil, a.Attempt, began); !ok {
 			return false, retry
 		}
@@ -637,8 +637,8 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	return true, time.Time{}
 }
 
-// imageVolumesOf lists the image volumes of pod that container c mounts.
-func imageVolumesOf(pod *corev1.Pod, c *corev1.Container) []*corev1.Volume {
+// ImageVolumesOf lists the image volumes of pod that container c mounts.
+func ImageVolumesOf(pod *corev1.Pod, c *corev1.Container) []*corev1.Volume {
 	var out []*corev1.Volume
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]

@@ -147,23 +147,8 @@ func TestPodLevelResources(t *testing.T) {
 		out, err := a.cli("logs", "plr-"+node)
 		return err == nil && strings.Contains(out, "mem=64\n"), out
 	})
-	var podDir string
-	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", parent), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == "pod"+string(p.UID) {
-			podDir = path
-		}
-		return nil
-	})
-	if podDir == "" {
-		t.Fatalf("no memory cgroup for pod %s under %s", p.UID, parent)
-	}
-	read := func(path string) string {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(b))
-	}
+	podDir := podMemoryCgroup(t, parent, p)
+	read := func(path string) string { return readTrimmed(t, path) }
 	if got := read(filepath.Join(podDir, "memory.limit_in_bytes")); got != "67108864" {
 		t.Errorf("pod memory.limit_in_bytes %s, want 67108864", got)
 	}
@@ -197,23 +182,8 @@ func TestPodOverhead(t *testing.T) {
 	a.write("ovh.yaml", podYAML("ovh", "Always", 1, "  overhead:\n    cpu: 100m\n    memory: 16Mi\n",
 		shContainer("c", "sleep 3600", "    resources:\n      limits:\n        cpu: 200m\n        memory: 32Mi\n")))
 	p := a.waitPod(60*time.Second, "ovh-"+node, "ovh running", running)
-	var podDir string
-	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", parent), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == "pod"+string(p.UID) {
-			podDir = path
-		}
-		return nil
-	})
-	if podDir == "" {
-		t.Fatalf("no memory cgroup for pod %s under %s", p.UID, parent)
-	}
-	read := func(path string) string {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(b))
-	}
+	podDir := podMemoryCgroup(t, parent, p)
+	read := func(path string) string { return readTrimmed(t, path) }
 	cpuDir := strings.Replace(podDir, "/sys/fs/cgroup/memory/", "/sys/fs/cgroup/cpu/", 1)
 	for file, want := range map[string]string{
 		filepath.Join(podDir, "memory.limit_in_bytes"): "50331648", // 32Mi + 16Mi
@@ -234,4 +204,30 @@ func TestPodOverhead(t *testing.T) {
 	if n == 0 {
 		t.Errorf("no container cgroup in %s holds the container's own 32Mi limit", podDir)
 	}
+}
+
+// podMemoryCgroup is pod p's memory cgroup (v1) under the cgroup parent the agent was given.
+func podMemoryCgroup(t *testing.T, parent string, p *corev1.Pod) string {
+	t.Helper()
+	var dir string
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", parent), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "pod"+string(p.UID) {
+			dir = path
+		}
+		return nil
+	})
+	if dir == "" {
+		t.Fatalf("no memory cgroup for pod %s under %s", p.UID, parent)
+	}
+	return dir
+}
+
+// readTrimmed is a cgroup file's content without surrounding space.
+func readTrimmed(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

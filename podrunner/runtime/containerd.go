@@ -799,16 +799,12 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		return nil, err
 	}
 	imageDirs := map[string]string{}
-	for _, vm := range ctr.VolumeMounts {
-		for i := range pod.Spec.Volumes {
-			if v := &pod.Spec.Volumes[i]; v.Name == vm.Name && v.Image != nil && imageDirs[v.Name] == "" {
-				dir, err := r.mountImageVolume(ctx, pod, v)
-				if err != nil {
-					return nil, err
-				}
-				imageDirs[v.Name] = dir
-			}
+	for _, v := range podrunner.ImageVolumesOf(pod, ctr) {
+		dir, err := r.mountImageVolume(ctx, pod, v)
+		if err != nil {
+			return nil, err
 		}
+		imageDirs[v.Name] = dir
 	}
 	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro, vars, imageDirs)
 	if err != nil {

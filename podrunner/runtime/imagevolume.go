@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +47,8 @@ func mountedAt(dir string) bool {
 	return false
 }
 
-// mountImageVolume mounts image volume v of pod (its image already on the node) and returns the
+// mountImageVolume mounts image volume v of pod (its image already on the node and unpacked:
+// EnsureImage) and returns the
 // directory to bind, read-only. Idempotent: the mount is shared by the pod's containers and
 // survives an agent restart; after a reboot the kept snapshot is mounted again.
 func (r *Runtime) mountImageVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (string, error) {
@@ -61,11 +64,6 @@ func (r *Runtime) mountImageVolume(ctx context.Context, pod *corev1.Pod, v *core
 	img, err := r.client.GetImage(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("image volume %q: image %s: %w", v.Name, ref, err)
-	}
-	if ok, err := img.IsUnpacked(ctx, r.cfg.Snapshotter); err != nil || !ok {
-		if err := img.Unpack(ctx, r.cfg.Snapshotter); err != nil {
-			return "", fmt.Errorf("image volume %q: unpack %s: %w", v.Name, ref, err)
-		}
 	}
 	diffIDs, err := img.RootFS(ctx)
 	if err != nil {
@@ -88,7 +86,7 @@ func (r *Runtime) mountImageVolume(ctx context.Context, pod *corev1.Pod, v *core
 		return "", fmt.Errorf("image volume %q: %w", v.Name, err)
 	}
 	for i := range mounts { // read-only whatever the snapshotter gave (a view is)
-		if !containsString(mounts[i].Options, "ro") {
+		if !slices.Contains(mounts[i].Options, "ro") {
 			mounts[i].Options = append(mounts[i].Options, "ro")
 		}
 	}
@@ -98,22 +96,13 @@ func (r *Runtime) mountImageVolume(ctx context.Context, pod *corev1.Pod, v *core
 	return dir, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // releaseImageVolumes deletes the view snapshots and leases of pod uid's image volumes (their
 // mounts are gone: RemovePodFiles unmounted everything under the pod's directory first).
 func (r *Runtime) releaseImageVolumes(uid string) error {
 	ctx, cancel := context.WithTimeout(r.ctx(context.Background()), 30*time.Second)
 	defer cancel()
 	ls := r.client.LeasesService()
-	all, err := ls.List(ctx, `labels."podkeeper.io/pod-uid"==`+quoteFilter(uid))
+	all, err := ls.List(ctx, `labels."podkeeper.io/pod-uid"==`+strconv.Quote(uid))
 	if err != nil {
 		return fmt.Errorf("image volumes: list leases: %w", err)
 	}
@@ -132,9 +121,4 @@ func (r *Runtime) releaseImageVolumes(uid string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// quoteFilter quotes s for a containerd filter.
-func quoteFilter(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
