@@ -34,8 +34,8 @@ type EvictionConfig struct {
 	// Reclaim frees node-level resources (unused images) before pods are evicted for a disk
 	// signal; nil: nothing to reclaim.
 	Reclaim func(ctx context.Context) error
-	// LocalStorage reads what a pod wrote, for its local storage limits (LocalStorageViolation);
-	// false when unknown. Nil: local storage limits are not enforced. It is called only for pods
+	// LocalStorage reads what a pod wrote, for its local storage limits (LocalStorageViolation):
+	// what cannot be read is left out of the usage (not checked); false when nothing is known. Nil: local storage limits are not enforced. It is called only for pods
 	// with such a limit (HasLocalStorageLimit).
 	LocalStorage func(pod *corev1.Pod) (LocalStorageUsage, bool)
 	// Release frees an evicted pod's local volumes (its emptyDir volumes: the kubelet tears down

@@ -113,12 +113,12 @@ func (u podUsage) usage(p *corev1.Pod, s podrunner.Signal) (podrunner.PodUsage, 
 }
 
 // localStorage is what the pod wrote, for its local storage limits: per running container, per
-// disk-backed emptyDir with a sizeLimit, and all its local volumes.
+// disk-backed emptyDir with a sizeLimit, and all its local volumes. What cannot be measured is left
+// out (LocalStorageViolation does not check it) and the rest is still checked: an emptyDir over its
+// sizeLimit is evicted even while a container's writable layer cannot be read. The pod's total is
+// then a lower bound, which can miss an eviction but never makes one up.
 func (u podUsage) localStorage(p *corev1.Pod) (podrunner.LocalStorageUsage, bool) {
-	d, ok := u.disk(p)
-	if !ok {
-		return podrunner.LocalStorageUsage{}, false
-	}
+	d, _ := u.disk(p)
 	out := podrunner.LocalStorageUsage{Volumes: d.volumes.Bytes, Containers: map[string]int64{}, EmptyDirs: map[string]int64{}}
 	for name, c := range d.containers {
 		out.Containers[name] = c.Bytes
@@ -143,15 +143,18 @@ type podDisk struct {
 }
 
 // disk is what the pod has written, as the kubelet counts ephemeral storage: each container's
-// writable layer and logs, and the pod's local volumes.
-func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
+// writable layer and logs, and the pod's local volumes. complete is false when a part could not
+// be measured (logged); it is then left out (volumes: zero), the rest is measured all the same.
+func (u podUsage) disk(p *corev1.Pod) (d podDisk, complete bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d := podDisk{containers: map[string]runtime.DiskUsage{}}
+	d = podDisk{containers: map[string]runtime.DiskUsage{}}
+	complete = true
+	pod := p.Namespace + "/" + p.Name
 	var err error
 	if d.volumes, err = u.rt.PodVolumesUsage(string(p.UID)); err != nil {
-		slog.Debug("cannot measure a pod's volumes", "pod", p.Namespace+"/"+p.Name, "err", err)
-		return d, false
+		slog.Warn("cannot measure a pod's volumes", "pod", pod, "err", err)
+		d.volumes, complete = runtime.DiskUsage{}, false
 	}
 	logs := filepath.Join(u.logDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
@@ -161,16 +164,19 @@ func (u podUsage) disk(p *corev1.Pod) (podDisk, bool) {
 		}
 		layer, err := u.rt.WritableLayerUsage(ctx, id)
 		if err != nil {
-			slog.Debug("cannot measure a container's writable layer", "pod", p.Namespace+"/"+p.Name, "container", cs.Name, "err", err)
-			return d, false
+			slog.Warn("cannot measure a container's writable layer", "pod", pod, "container", cs.Name, "err", err)
+			complete = false
+			continue
 		}
 		lg, err := runtime.DirUsage(filepath.Join(logs, cs.Name))
 		if err != nil {
-			return d, false
+			slog.Warn("cannot measure a container's logs", "pod", pod, "container", cs.Name, "err", err)
+			complete = false
+			continue
 		}
 		d.containers[cs.Name] = layer.Add(lg)
 	}
-	return d, true
+	return d, complete
 }
 
 // observeNode reads the eviction signals: memory.available is /proc/meminfo's MemAvailable (of

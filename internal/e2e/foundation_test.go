@@ -335,7 +335,10 @@ func brokenManifest(t *testing.T, shared *agent) {
 // UID, as the content is the same) once the old instance is gone.
 func removeRestore(t *testing.T, shared *agent) {
 	a := sub(t, shared)
-	m := podYAML("phoenix", "Always", 2, "", shContainer("c", "trap '' TERM; sleep 3600", ""))
+	// The old instance ignores SIGTERM, so it is terminating for its whole grace period: long
+	// enough (10 s) for the test to see it so and put the manifest back meanwhile, on a loaded
+	// machine too.
+	m := podYAML("phoenix", "Always", 10, "", shContainer("c", "trap '' TERM; sleep 3600", ""))
 	a.write("phoenix.yaml", m)
 	old := a.waitPod(30*time.Second, "phoenix-e2e", "Running", running)
 	oldPID := a.runningPID(string(old.UID), "c")
@@ -350,7 +353,7 @@ func removeRestore(t *testing.T, shared *agent) {
 		return false, ""
 	})
 	a.write("phoenix.yaml", m)
-	p := a.waitPod(30*time.Second, "phoenix-e2e", "Running again", func(p *corev1.Pod) bool {
+	p := a.waitPod(45*time.Second, "phoenix-e2e", "Running again", func(p *corev1.Pod) bool {
 		return running(p) && p.UID == old.UID && a.pidOf(string(p.UID), "c") != oldPID
 	})
 	if status(p, "c").RestartCount != 0 {

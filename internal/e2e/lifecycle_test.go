@@ -121,7 +121,9 @@ func sidecarLifecycle(t *testing.T, shared *agent) {
 		mount+"    restartPolicy: Always\n")
 	a.write("sidecar.yaml", podYAML("sidecar", "Never", 10, vol+initSection(side,
 		shContainer("after", "grep -q side-up /host/log && echo after-saw-side >> /host/log", mount),
-	), shContainer("main", "sleep 2; echo main-done >> /host/log", mount)))
+	), shContainer("main", "until [ -e /host/go ]; do sleep 0.2; done; echo main-done >> /host/log", mount)))
+	// main ends when the test says so: a main that ran a fixed 2 s could come and go between
+	// two polls of a loaded machine.
 	running := a.waitPod(60*time.Second, "sidecar-e2e", "main running beside the sidecar", func(p *corev1.Pod) bool {
 		return status(p, "main").State.Running != nil
 	})
@@ -134,6 +136,9 @@ func sidecarLifecycle(t *testing.T, shared *agent) {
 		if c.Type == corev1.PodInitialized && c.Status != corev1.ConditionTrue {
 			t.Errorf("Initialized = %s with the sidecar running and the init done", c.Status)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	p := a.waitPod(60*time.Second, "sidecar-e2e", "Succeeded with the sidecar stopped", func(p *corev1.Pod) bool {
 		for _, cs := range p.Status.InitContainerStatuses {

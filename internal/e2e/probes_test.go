@@ -193,12 +193,17 @@ func TestProbeStartupDelaysLiveness(t *testing.T) {
       timeoutSeconds: 5
 `
 	a.write("slow.yaml", podYAML("slow", "Always", 1, "",
-		shContainer("app", "sleep 4; touch /tmp/started; exec sleep 3600",
+		shContainer("app", "until [ -e /tmp/go ]; do sleep 0.2; done; sleep 2; touch /tmp/started; exec sleep 3600",
 			"    startupProbe:\n"+probe+"      failureThreshold: 30\n    livenessProbe:\n"+probe+"      failureThreshold: 1\n")))
 	a.waitPod(60*time.Second, "slow-e2e", "running, not started yet", func(p *corev1.Pod) bool {
 		cs := status(p, "app")
 		return running(p) && cs.Started != nil && !*cs.Started && !cs.Ready
 	})
+	// The app starts once the test has seen it not started (a fixed delay could pass between two
+	// polls of a loaded machine), and then fails its startup probe two more times.
+	if out, err := a.cli("exec", "slow", "--", "touch", "/tmp/go"); err != nil {
+		t.Fatalf("exec: %v: %s", err, out)
+	}
 	p := a.waitPod(60*time.Second, "slow-e2e", "started and ready", func(p *corev1.Pod) bool {
 		cs := status(p, "app")
 		return running(p) && cs.Started != nil && *cs.Started && cs.Ready
