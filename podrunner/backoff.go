@@ -14,6 +14,10 @@ type BackoffPolicy struct {
 // DefaultBackoff is the kubelet's: 10 s doubling to 300 s, reset after 10 minutes of running.
 var DefaultBackoff = BackoffPolicy{Initial: 10 * time.Second, Max: 300 * time.Second, ResetAfter: 10 * time.Minute}
 
+// VolumeBackoff spaces the tries to set up a volume that failed (VolumeError): the kubelet's
+// volume operations' backoff, 500 ms doubling to 2 m 2 s.
+var VolumeBackoff = BackoffPolicy{Initial: 500 * time.Millisecond, Max: 2*time.Minute + 2*time.Second}
+
 // BackoffState counts the restarts charged to one container since the last reset.
 type BackoffState struct {
 	Restarts int

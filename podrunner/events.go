@@ -24,6 +24,7 @@ const (
 	ReasonBackOff        = "BackOff"
 	ReasonFailed         = "Failed"
 	ReasonSandboxChanged = "SandboxChanged"
+	ReasonFailedMount    = "FailedMount"
 
 	ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 )

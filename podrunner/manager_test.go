@@ -645,6 +645,45 @@ func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 	}
 }
 
+// A volume that cannot be set up is the kubelet's FailedMount: the container waits as
+// ContainerCreating with the kubelet's message, a FailedMount warning names the volume, the
+// set-up is tried again with the volume backoff (500 ms, not a bad spec's hour here), and the
+// container starts once the volume can be set up.
+func TestManagerVolumeSetUpFailureIsFailedMount(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	e.rt.FailStart("main", fmt.Errorf("prepare volumes: %w", &VolumeError{Volume: "h", Err: errors.New("hostPath type check failed: /x is not a file")}))
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	want := `MountVolume.SetUp failed for volume "h" : hostPath type check failed: /x is not a file`
+	waitFor(t, "ContainerCreating with the FailedMount message", func() bool {
+		cs, ok := e.containerStatus("uid-a", "main")
+		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ContainerCreating" && cs.State.Waiting.Message == want
+	})
+	var mount, failed int
+	for _, ev := range e.rec.Events("uid-a") {
+		switch {
+		case ev.Type == EventWarning && ev.Reason == ReasonFailedMount && ev.Message == want && ev.InvolvedObject.FieldPath == "":
+			mount++
+		case ev.Reason == ReasonFailed:
+			failed++
+		}
+	}
+	if mount != 1 || failed != 0 {
+		t.Errorf("events: %d FailedMount, %d Failed; want 1 and 0: %+v", mount, failed, e.rec.Events("uid-a"))
+	}
+	// Still failing: tried again after about 500 ms, then 1 s (the status keeps the reason).
+	waitFor(t, "two more tries", func() bool { return len(e.starts("uid-a", "main")) >= 3 })
+	if cs, _ := e.containerStatus("uid-a", "main"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("state between tries: %+v", cs.State)
+	}
+	e.rt.FailStart("main", nil) // the file shows up
+	waitFor(t, "running once the volume can be set up", func() bool {
+		cs, ok := e.containerStatus("uid-a", "main")
+		return ok && cs.State.Running != nil
+	})
+}
+
 // A start blocked by what an interrupted earlier create of the container still holds is not the
 // container's failure: it waits as ContainerCreating, with no failure event and none of a bad
 // spec's backoff (an hour here), and starts once the leftover is gone.

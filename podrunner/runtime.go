@@ -235,6 +235,22 @@ var ErrExitRecorded = errors.New("recorded as the container's exit")
 // again soon (interruptedBackoff), without the backoff of a bad spec.
 var ErrCreateInterrupted = errors.New("an interrupted earlier create of the container is still being cleaned up")
 
+// VolumeError marks a StartContainer failure to set up one of the pod's volumes (a hostPath that
+// fails its type check, a ConfigMap or Secret a volume needs and the node lacks): the kubelet's
+// FailedMount, with its message. Nothing of the attempt was kept; the container waits as
+// ContainerCreating (where the kubelet, which sets volumes up before the pod's sandbox, shows no
+// message, podkeeper shows this one) and the set-up is tried again with VolumeBackoff.
+type VolumeError struct {
+	Volume string
+	Err    error
+}
+
+func (e *VolumeError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *VolumeError) Unwrap() error { return e.Err }
+
 // ImageError is an image problem that no pull can fix, with the kubelet's waiting reason and
 // message: InvalidImageName (the name does not parse) or ErrImageNeverPull (imagePullPolicy
 // Never and the image is not on the node). The worker shows it as is, not as ErrImagePull /

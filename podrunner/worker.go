@@ -63,7 +63,7 @@ type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
 	lastErr   string
-	reason    string // an ImageError's waiting reason (lastErr its message); empty: a pull failure
+	reason    string // the waiting reason (lastErr its message): an ImageError's, ContainerCreating for a VolumeError; empty: the memo's default (a pull failure, a bad spec)
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
@@ -513,7 +513,11 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction, ready func() (ContainerRecord, error), present *ImageResult) (bool, time.Time) {
 	c := a.Container
 	if m := w.configErrs[c.Name]; m != nil && time.Now().Before(m.notBefore) {
-		w.setWaiting(c.Name, "CreateContainerConfigError", m.lastErr)
+		reason := m.reason // ContainerCreating for a volume's set-up
+		if reason == "" {
+			reason = "CreateContainerConfigError"
+		}
+		w.setWaiting(c.Name, reason, m.lastErr)
 		return false, m.notBefore
 	}
 	if m := w.interrupts[c.Name]; m != nil && time.Now().Before(m.notBefore) {
@@ -556,6 +560,16 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		m := w.failed(interruptedBackoff, w.interrupts, c.Name, err)
 		w.log.Info("start container: will retry soon", "container", c.Name, "at", m.notBefore, "err", err)
 		w.setWaiting(c.Name, "ContainerCreating", err.Error())
+		return false, m.notBefore
+	}
+	if ve := (*VolumeError)(nil); errors.As(err, &ve) {
+		// As the kubelet's volume manager: a FailedMount event for the pod, the container
+		// ContainerCreating, the set-up tried again with the volume backoff.
+		m := w.failed(VolumeBackoff, w.configErrs, c.Name, ve)
+		m.reason = "ContainerCreating"
+		w.log.Warn("start container: volume set-up failed", "container", c.Name, "volume", ve.Volume, "retryAt", m.notBefore, "err", ve.Err)
+		w.m.rec.Eventf(pod, "", EventWarning, ReasonFailedMount, "%s", ve.Error())
+		w.setWaiting(c.Name, "ContainerCreating", ve.Error())
 		return false, m.notBefore
 	}
 	if err != nil {

@@ -183,3 +183,36 @@ func TestBindMountOptions(t *testing.T) {
 		return err == nil && strings.Contains(out, "ran"), out
 	})
 }
+
+// A volume that cannot be set up (a hostPath of type File that does not exist yet) is the
+// kubelet's FailedMount: the container waits as ContainerCreating with the kubelet's message, a
+// FailedMount warning names the volume, and the pod starts on its own once the file is there
+// (the set-up is tried again with the kubelet's volume backoff, 500 ms doubling).
+func TestVolumeSetUpFailureWaitsAsFailedMount(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-failedmount")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "later.conf")
+	a.write("later.yaml", podYAML("later", "Always", 1, "  volumes:\n  - name: conf\n    hostPath:\n      path: "+file+"\n      type: File\n",
+		shContainer("c", "cat /etc/later.conf; sleep 3600", "    volumeMounts:\n    - name: conf\n      mountPath: /etc/later.conf\n")))
+	want := `MountVolume.SetUp failed for volume "conf" : hostPath type check failed: ` + file + ` is not a file`
+	p := a.waitPod(60*time.Second, "later-"+node, "ContainerCreating", func(p *corev1.Pod) bool {
+		w := status(p, "c").State.Waiting
+		return w != nil && w.Reason == "ContainerCreating" && w.Message != ""
+	})
+	if w := status(p, "c").State.Waiting; w.Message != want {
+		t.Errorf("waiting message %q, want %q", w.Message, want)
+	}
+	a.waitEvent(30*time.Second, "FailedMount", `MountVolume.SetUp failed for volume "conf"`)
+	if ev := a.events(); strings.Contains(ev, "CreateContainerConfigError") {
+		t.Errorf("a volume's set-up failure shown as a config error:\n%s", ev)
+	}
+	if err := os.WriteFile(file, []byte("here now\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(60*time.Second, "later-"+node, "running once the file is there", running)
+	a.eventually(20*time.Second, "the file's content in the container", func() (bool, string) {
+		out, err := a.cli("logs", "later-"+node)
+		return err == nil && strings.Contains(out, "here now"), out
+	})
+}

@@ -228,14 +228,17 @@ func TestSecretOnTmpfsAndConfigMapUpdatedInPlace(t *testing.T) {
 	}
 }
 
-func TestMissingConfigMapIsAConfigError(t *testing.T) {
+// A configMap volume whose ConfigMap the node lacks fails the start as the kubelet's FailedMount
+// (a VolumeError with its message), keeping nothing.
+func TestMissingConfigMapVolumeIsAVolumeError(t *testing.T) {
 	rt, ctx, _ := newRuntimeRoot(t)
 	c := sh("c", "true")
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/config"}}
 	pod := testPod(t, c)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}}}}
 	_, errs := startAll(t, rt, ctx, pod, t.TempDir(), &lookup{})
-	if errs[0] == nil || !strings.Contains(errs[0].Error(), `configmap "absent" not found`) || errors.Is(errs[0], podrunner.ErrExitRecorded) {
+	var ve *podrunner.VolumeError
+	if !errors.As(errs[0], &ve) || ve.Error() != `MountVolume.SetUp failed for volume "cfg" : configmap "absent" not found` || errors.Is(errs[0], podrunner.ErrExitRecorded) {
 		t.Errorf("missing configMap: %v", errs[0])
 	}
 }

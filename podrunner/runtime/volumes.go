@@ -3,6 +3,7 @@ package runtime
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -639,18 +640,28 @@ func fsGroupOf(pod *corev1.Pod) int {
 
 // prepareVolume makes volume v of pod ready on the host and returns the directory to bind and
 // whether it must be mounted read-only. Idempotent: a second container reusing the volume gets
-// the same directory (content refreshed).
+// the same directory (content refreshed). A failure is a *podrunner.VolumeError (the kubelet's
+// FailedMount).
 func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrunner.ConfigLookup, nodeAlloc corev1.ResourceList) (string, bool, error) {
+	dir, ro, err := setUpVolume(root, pod, v, lookup, nodeAlloc)
+	if err != nil {
+		return "", false, &podrunner.VolumeError{Volume: v.Name, Err: err}
+	}
+	return dir, ro, nil
+}
+
+// setUpVolume is prepareVolume's work; its errors do not name the volume.
+func setUpVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrunner.ConfigLookup, nodeAlloc corev1.ResourceList) (string, bool, error) {
 	kind, atomic, tmpfs, err := volumeKind(v)
 	if err != nil {
 		return "", false, err
 	}
 	if v.Image != nil {
-		return "", false, fmt.Errorf("volume %q: an image volume is mounted by the runtime (mountImageVolume)", v.Name)
+		return "", false, errors.New("an image volume is mounted by the runtime (mountImageVolume)")
 	}
 	if v.HostPath != nil {
 		if err := prepareHostPath(v.HostPath.Path, v.HostPath.Type); err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 		return v.HostPath.Path, false, nil
 	}
@@ -659,10 +670,10 @@ func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrun
 	if v.EmptyDir != nil && hugePagesMedium(v.EmptyDir.Medium) {
 		size, err := hugePageSize(v.EmptyDir.Medium, pod)
 		if err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 		if err := ensureHugetlbfs(dir, size); err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 	}
 	if tmpfs {
@@ -671,22 +682,22 @@ func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrun
 			size = v.EmptyDir.SizeLimit.Value()
 		}
 		if err := ensureTmpfs(dir, size); err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 	}
 	if !atomic { // emptyDir
 		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 		mode := os.FileMode(0o777)
 		if gid >= 0 {
 			if err := os.Chown(dir, -1, gid); err != nil {
-				return "", false, fmt.Errorf("volume %q: fsGroup: %w", v.Name, err)
+				return "", false, fmt.Errorf("fsGroup: %w", err)
 			}
 			mode |= os.ModeSetgid
 		}
 		if err := os.Chmod(dir, mode); err != nil {
-			return "", false, fmt.Errorf("volume %q: %w", v.Name, err)
+			return "", false, err
 		}
 		return dir, false, nil
 	}
@@ -695,7 +706,7 @@ func prepareVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrun
 		return "", false, err
 	}
 	if _, err := writeAtomic(dir, files, gid); err != nil {
-		return "", false, fmt.Errorf("volume %q: write: %w", v.Name, err)
+		return "", false, fmt.Errorf("write: %w", err)
 	}
 	if gid >= 0 {
 		_ = os.Chown(dir, -1, gid)
