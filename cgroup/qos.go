@@ -85,13 +85,29 @@ func PodLevelSet(pod *corev1.Pod) bool {
 // regular init container's request plus the sidecars started before it. A missing request counts
 // its limit (the API server's defaulting). Resources nobody requests are left out.
 func AggregateContainerRequests(pod *corev1.Pod) corev1.ResourceList {
-	get := func(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+	return aggregateContainers(pod, func(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
 		if q, ok := c.Resources.Requests[name]; ok {
 			return q, true
 		}
 		q, ok := c.Resources.Limits[name]
 		return q, ok
-	}
+	})
+}
+
+// AggregateContainerLimits is the containers' limits together, per resource, aggregated as
+// AggregateContainerRequests aggregates requests (the kubelet's resource helper does both
+// alike): a container without a limit adds nothing. Resources nobody limits are left out.
+func AggregateContainerLimits(pod *corev1.Pod) corev1.ResourceList {
+	return aggregateContainers(pod, func(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+		q, ok := c.Resources.Limits[name]
+		return q, ok
+	})
+}
+
+// aggregateContainers sums get over the app containers and sidecars, or takes, when larger, a
+// regular init container's value plus the sidecars started before it (the sidecar KEP's formula),
+// per resource any container names; zero totals are left out.
+func aggregateContainers(pod *corev1.Pod, get func(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool)) corev1.ResourceList {
 	names := map[corev1.ResourceName]bool{}
 	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
@@ -133,6 +149,27 @@ func AggregateContainerRequests(pod *corev1.Pod) corev1.ResourceList {
 		}
 		if !sum.IsZero() {
 			out[name] = sum
+		}
+	}
+	return out
+}
+
+// PodLimits is a pod's limits as the kubelet's resource helper computes them (what its status
+// reports while the pod is not running): AggregateContainerLimits, the pod-level limit where set
+// (PodLevelSet), and the overhead (spec.overhead) added to each non-zero limit.
+func PodLimits(pod *corev1.Pod) corev1.ResourceList {
+	out := AggregateContainerLimits(pod)
+	if PodLevelSet(pod) {
+		for n, q := range pod.Spec.Resources.Limits {
+			if PodLevelResource(n) {
+				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	for n, q := range pod.Spec.Overhead {
+		if v, ok := out[n]; ok && !v.IsZero() {
+			v.Add(q)
+			out[n] = v
 		}
 	}
 	return out

@@ -24,7 +24,7 @@ const (
 //   - PodReadyToStartContainers: True while the sandbox runs; else False, PodSandboxNotReady, with
 //     "no pod sandbox exists" or "pod sandbox is not ready".
 //   - Initialized: True with reason PodCompleted once the pod Succeeded; True when every init
-//     container completed (a sidecar: started) or any app container has run; else False,
+//     container completed (a sidecar: is started) or any app container has run; else False,
 //     ContainersNotInitialized, "containers with incomplete status: [names]".
 //   - ContainersReady and Ready: True when every app container and sidecar is ready (and the pod is
 //     not terminating); in a Succeeded pod False/PodCompleted, in a Failed one False/PodFailed, with
@@ -44,17 +44,17 @@ func podConditions(pod *corev1.Pod, st *corev1.PodStatus, hasSandbox, sandboxRea
 	}
 
 	initialized := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	var incomplete []string
+	for i, cs := range st.InitContainerStatuses {
+		if !initComplete(&pod.Spec.InitContainers[i], cs) {
+			incomplete = append(incomplete, cs.Name)
+		}
+	}
 	switch {
 	case st.Phase == corev1.PodSucceeded:
 		initialized.Reason = ReasonPodCompleted
-	case initDone(pod, st.InitContainerStatuses) || anyAppStarted(st.ContainerStatuses):
+	case len(incomplete) == 0 || anyAppStarted(st.ContainerStatuses):
 	default:
-		var incomplete []string
-		for i, cs := range st.InitContainerStatuses {
-			if !initComplete(&pod.Spec.InitContainers[i], cs) {
-				incomplete = append(incomplete, cs.Name)
-			}
-		}
 		initialized.Status = corev1.ConditionFalse
 		initialized.Reason = ReasonContainersNotInitialized
 		initialized.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
@@ -121,11 +121,12 @@ func readinessGatesUnready(pod *corev1.Pod, conds []corev1.PodCondition) string 
 	return strings.Join(msgs, ", ")
 }
 
-// initComplete reports whether one init container no longer holds the sequence: a sidecar that
-// has started, a plain one that exited with 0.
+// initComplete reports whether one init container counts as initialized, as the kubelet's
+// Initialized condition counts it: a sidecar that is started (running, its startup probe
+// passed; not one waiting to restart or stopped), a plain one that exited with 0.
 func initComplete(c *corev1.Container, cs corev1.ContainerStatus) bool {
 	if IsSidecar(c) {
-		return cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil
+		return cs.Started != nil && *cs.Started
 	}
 	return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 }

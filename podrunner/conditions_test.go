@@ -188,3 +188,48 @@ func withGates(p *corev1.Pod, types ...corev1.PodConditionType) *corev1.Pod {
 	}
 	return p
 }
+
+// Initialized counts a sidecar as the kubelet does: once it is started (running, its startup
+// probe passed), not merely once it has run. Found by the conformance scenario
+// sidecar-init-fails, where podkeeper left the stopped sidecar out of the incomplete list.
+func TestInitializedSidecarsAsTheKubelet(t *testing.T) {
+	notStarted := func(c *corev1.Container, r ContainerRecord) (bool, bool) { return c.Name != "side", c.Name != "side" }
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		recs    []ContainerRecord
+		probes  ProbeStatus
+		status  corev1.ConditionStatus
+		message string
+	}{
+		{name: "sidecar running, started: initialized",
+			pod:    sidecarPod(corev1.RestartPolicyNever, []string{"side"}, map[string]bool{"side": true}, "c"),
+			recs:   []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("s0", "side", KindInit, 0, at(1))},
+			status: corev1.ConditionTrue},
+		{name: "sidecar running, its startup probe not passed yet: incomplete",
+			pod:    sidecarPod(corev1.RestartPolicyNever, []string{"side"}, map[string]bool{"side": true}, "c"),
+			recs:   []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("s0", "side", KindInit, 0, at(1))},
+			probes: notStarted, status: corev1.ConditionFalse, message: "containers with incomplete status: [side]"},
+		{name: "pod failed in its init: the stopped sidecar is incomplete too",
+			pod: sidecarPod(corev1.RestartPolicyNever, []string{"side", "init"}, map[string]bool{"side": true}, "c"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateExited, at(0)), exitedRec("s0", "side", KindInit, 0, 137, at(1), at(5)),
+				exitedRec("i0", "init", KindInit, 0, 1, at(2), at(3))},
+			status: corev1.ConditionFalse, message: "containers with incomplete status: [side init]"},
+		{name: "an app container has run: initialized, whatever the sidecar does",
+			pod: sidecarPod(corev1.RestartPolicyAlways, []string{"side"}, map[string]bool{"side": true}, "c"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), exitedRec("s0", "side", KindInit, 0, 1, at(1), at(50)),
+				runningRec("c0", "c", KindApp, 0, at(2))},
+			status: corev1.ConditionTrue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewPodView(tc.recs)
+			st := BuildStatus(StatusInput{Pod: tc.pod, View: v, Plan: PlanPod(tc.pod, v, nil, at(100)), StartTime: at(0),
+				HostIP: "10.0.0.5", Now: at(100), Probes: tc.probes})
+			c := conditions(st)[corev1.PodInitialized]
+			if c.Status != tc.status || c.Message != tc.message {
+				t.Errorf("Initialized = %s %q, want %s %q", c.Status, c.Message, tc.status, tc.message)
+			}
+		})
+	}
+}

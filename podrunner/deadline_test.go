@@ -74,6 +74,33 @@ func TestManagerActiveDeadline(t *testing.T) {
 	}
 }
 
+// A pod that finished before its deadline keeps its own end: Succeeded stays Succeeded when the
+// deadline passes (the kubelet never moves a pod out of a terminal phase; found by the
+// conformance scenario deadline-done, where podkeeper turned it into Failed/DeadlineExceeded).
+func TestManagerActiveDeadlineAfterTheEnd(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := withDeadline(withGrace(mgrPod("uid-s", "s", corev1.RestartPolicyNever, "main"), 0), 1)
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	first := e.waitRunning(t, "uid-s", "main", 0)
+	e.rt.Exit(t, first.ID, 0)
+	waitFor(t, "Succeeded", func() bool {
+		p := e.status("uid-s")
+		return p != nil && p.Status.Phase == corev1.PodSucceeded
+	})
+	time.Sleep(1500 * time.Millisecond) // past the deadline, counted from the start
+	wakeAll(e.m)
+	time.Sleep(300 * time.Millisecond)
+	if p := e.status("uid-s"); p.Status.Phase != corev1.PodSucceeded || p.Status.Reason != "" {
+		t.Errorf("after the deadline: phase %s, reason %q; want Succeeded, no reason", p.Status.Phase, p.Status.Reason)
+	}
+	for _, ev := range e.rec.Events("uid-s") {
+		if ev.Reason == ReasonDeadlineExceeded {
+			t.Errorf("DeadlineExceeded event for a pod that had ended: %+v", ev)
+		}
+	}
+}
+
 // A pod found running (an agent restart) counts its deadline from its sandbox's creation, not
 // from the agent's start: one past it is stopped at once.
 func TestManagerActiveDeadlineAdopted(t *testing.T) {

@@ -37,7 +37,7 @@ func BuildStatus(in StatusInput) corev1.PodStatus {
 	if in.HostIP != "" {
 		st.HostIPs = []corev1.HostIP{{IP: in.HostIP}}
 	}
-	st.AllocatedResources, st.Resources = podStatusResources(pod)
+	st.AllocatedResources, st.Resources = podStatusResources(pod, st.Phase)
 	if !in.StartTime.IsZero() {
 		t := metav1.NewTime(in.StartTime)
 		st.StartTime = &t
@@ -159,19 +159,3 @@ func recordState(r ContainerRecord) corev1.ContainerState {
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
 }
 
-// initDone reports the Initialized condition: every plain init container ended with 0 and every
-// sidecar has started (it runs, or ran and is being restarted).
-func initDone(pod *corev1.Pod, sts []corev1.ContainerStatus) bool {
-	for i, cs := range sts {
-		if IsSidecar(&pod.Spec.InitContainers[i]) {
-			if cs.State.Running == nil && cs.State.Terminated == nil && cs.LastTerminationState.Terminated == nil {
-				return false
-			}
-			continue
-		}
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			return false
-		}
-	}
-	return true
-}

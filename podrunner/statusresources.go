@@ -46,10 +46,20 @@ func containerStatusResources(c *corev1.Container) (corev1.ResourceList, *corev1
 	return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
 }
 
-// podStatusResources returns the pod's allocatedResources (PodRequests) and resources: the
-// requests, and per resource its pod-level limit, else the sum of the app containers' limits
-// when every one has it.
-func podStatusResources(pod *corev1.Pod) (corev1.ResourceList, *corev1.ResourceRequirements) {
+// podStatusResources returns the pod's allocatedResources (PodRequests) and resources, as the
+// kubelet reports them in phase: while the pod runs, the requests and per resource its pod-level
+// limit, else the sum of the app containers' limits when every one has it (the pod cgroup's
+// limits); in any other phase (Pending, Succeeded, Failed) the requests and cgroup.PodLimits (the
+// kubelet's resource helper: an init container's limit counts, a container without one adds
+// nothing).
+func podStatusResources(pod *corev1.Pod, phase corev1.PodPhase) (corev1.ResourceList, *corev1.ResourceRequirements) {
+	if phase != corev1.PodRunning {
+		req, lim := pick(PodRequests(pod)), pick(cgroup.PodLimits(pod))
+		if req == nil && lim == nil {
+			return nil, nil
+		}
+		return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
+	}
 	req := pick(PodRequests(pod))
 	var lim corev1.ResourceList
 	for _, n := range statusResourceNames {

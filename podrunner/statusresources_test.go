@@ -65,7 +65,7 @@ func TestStatusResources(t *testing.T) {
 		if lim != c.ctrLimit {
 			t.Errorf("%s: container limits %q, want %q", c.name, lim, c.ctrLimit)
 		}
-		palloc, pres := podStatusResources(pod)
+		palloc, pres := podStatusResources(pod, corev1.PodRunning)
 		if got := fmtList(palloc); got != c.podAlloc {
 			t.Errorf("%s: pod allocated %q, want %q", c.name, got, c.podAlloc)
 		}
@@ -75,6 +75,47 @@ func TestStatusResources(t *testing.T) {
 		}
 		if plim != c.podLimits {
 			t.Errorf("%s: pod limits %q, want %q", c.name, plim, c.podLimits)
+		}
+	}
+}
+
+// While a pod does not run (Pending, Succeeded, Failed) the kubelet reports its limits from its
+// resource helper, not from the pod cgroup: an init container's limit counts and a container
+// without a limit adds nothing. Found by the conformance scenario init-oom (an init container with
+// a 24Mi limit, an app without one, the pod Failed: the kubelet reports 24Mi, podkeeper reported
+// none).
+func TestStatusResourcesNotRunning(t *testing.T) {
+	ctr := func(name string, req, lim corev1.ResourceList) corev1.Container {
+		return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := ctr("side", nil, rl("memory", "8Mi"))
+	sidecar.RestartPolicy = &always
+	cases := []struct {
+		name      string
+		spec      corev1.PodSpec
+		podLimits string
+	}{
+		{"an init container's limit, an app without", corev1.PodSpec{InitContainers: []corev1.Container{ctr("i", nil, rl("memory", "24Mi"))},
+			Containers: []corev1.Container{ctr("c", nil, nil)}}, "memory=24Mi "},
+		{"the apps' sum when larger, counting only the limits there are", corev1.PodSpec{InitContainers: []corev1.Container{ctr("i", nil, rl("memory", "24Mi"))},
+			Containers: []corev1.Container{ctr("a", nil, rl("memory", "20Mi", "cpu", "1")), ctr("b", nil, rl("memory", "10Mi"))}}, "cpu=1 memory=30Mi "},
+		{"sidecars add to the apps and to the init containers after them", corev1.PodSpec{InitContainers: []corev1.Container{sidecar, ctr("i", nil, rl("memory", "24Mi"))},
+			Containers: []corev1.Container{ctr("c", nil, rl("memory", "10Mi"))}}, "memory=32Mi "},
+		{"pod-level limits win, overhead added", corev1.PodSpec{Containers: []corev1.Container{ctr("c", nil, rl("memory", "10Mi"))},
+			Resources: &corev1.ResourceRequirements{Limits: rl("memory", "64Mi")}, Overhead: rl("memory", "1Mi", "cpu", "100m")}, "memory=65Mi "},
+		{"no limits", corev1.PodSpec{Containers: []corev1.Container{ctr("c", rl("cpu", "10m"), nil)}}, "-"},
+	}
+	for _, c := range cases {
+		for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodFailed, corev1.PodSucceeded} {
+			_, res := podStatusResources(&corev1.Pod{Spec: c.spec}, phase)
+			got := "-"
+			if res != nil {
+				got = fmtList(res.Limits)
+			}
+			if got != c.podLimits {
+				t.Errorf("%s (%s): pod limits %q, want %q", c.name, phase, got, c.podLimits)
+			}
 		}
 	}
 }
