@@ -96,6 +96,26 @@ var scenarios = []scenario{
 	{"startup-fails", "a startup probe that never passes (failureThreshold 2: killed, restarted)", podDoc("cf-startupfail", "Always", "", sh("c", sleeper)+
 		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n")},
 	{"grpc-liveness", "the same server, a grpc liveness probe of its NOT_SERVING service (restarts)", grpcPod("cf-grpclive", "db", "livenessProbe")},
+	{"sidecar-not-ready", "a native sidecar whose exec readiness probe always fails, beside an app", podDoc("cf-sidenotready", "Always", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+probe("readinessProbe", "exit 1"), sh("c", sleeper))},
+	{"sidecar-startup", "a native sidecar with a startup probe that passes after about 3 s (the app starts after it)", podDoc("cf-sidestartup", "Always", "  initContainers:\n"+sh("side", "sleep 3; touch /tmp/started; "+sleeper)+"    restartPolicy: Always\n"+
+		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/tmp/started\"]\n      periodSeconds: 1\n      failureThreshold: 30\n", sh("c", sleeper))},
+	{"sidecar-job", "restartPolicy Never, a native sidecar that ignores SIGTERM and an app that exits 0 after 2 s (the sidecar is stopped)", podDoc("cf-sidejob", "Never", "  initContainers:\n"+sh("side", "sleep 3600")+"    restartPolicy: Always\n", sh("c", "sleep 2; exit 0"))},
+	{"oom-always", "a 24Mi memory limit and a shell that allocates more, under Always (restarts)", podDoc("cf-oomloop", "Always", "", sh("c", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"))},
+	{"init-second-fails", "two init containers under Never, the second exits 1", podDoc("cf-init2", "Never", "  initContainers:\n"+sh("one", "exit 0")+sh("two", "exit 1"), sh("c", sleeper))},
+	{"deadline-init", "activeDeadlineSeconds: 3 while an init container still runs", podDoc("cf-deadlineinit", "Always", "  activeDeadlineSeconds: 3\n  initContainers:\n"+sh("init", sleeper), sh("c", sleeper))},
+	{"hostpath-missing", "a hostPath volume of type File whose file does not exist", podDoc("cf-hostpathmissing", "Always", "  volumes:\n  - name: h\n    hostPath:\n      path: /nonexistent/podkeeper-conformance\n      type: File\n",
+		sh("c", sleeper)+"    volumeMounts:\n    - name: h\n      mountPath: /h\n")},
+	{"run-as-uid-0", "runAsNonRoot with runAsUser: 0", podDoc("cf-rootuid", "Always", "", sh("c", sleeper)+"    securityContext:\n      runAsNonRoot: true\n      runAsUser: 0\n")},
+	{"not-executable", "a command that is a directory (not executable), under Never", podDoc("cf-noexec", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/bin\"]\n")},
+	{"termination-message-path", "a termination message at a custom path, exit 2 under Never", podDoc("cf-termpath", "Never", "", sh("c", "echo -n custom > /tmp/msg; exit 2")+"    terminationMessagePath: /tmp/msg\n")},
+	{"sidecar-init-fails", "restartPolicy Never, a native sidecar, then an init container that exits 1 (the pod fails, the sidecar is stopped)", podDoc("cf-sideinitfail", "Never", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+sh("init", "sleep 1; exit 1"), sh("c", sleeper))},
+	{"sidecar-onfailure-done", "restartPolicy OnFailure, a native sidecar and an app that exits 0 after 2 s", podDoc("cf-sideonfail", "OnFailure", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n", sh("c", "sleep 2; exit 0"))},
+	{"readiness-delay", "an exec readiness probe that passes, with initialDelaySeconds: 120 (not ready within the window)", podDoc("cf-readydelay", "Always", "", sh("c", sleeper)+
+		"    readinessProbe:\n      exec:\n        command: [\"true\"]\n      initialDelaySeconds: 120\n")},
+	{"tcp-liveness", "the same httpd, a tcpSocket liveness probe of a port nothing listens on (restarts)", podDoc("cf-tcplive", "Always", "", sh("c", webServer)+
+		netProbe("livenessProbe", "tcpSocket:\n        port: 8081\n      initialDelaySeconds: 1"))},
+	{"init-oom", "an init container over its 24Mi memory limit, under Never", podDoc("cf-initoom", "Never", "  initContainers:\n"+sh("init", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"), sh("c", sleeper))},
+	{"deadline-done", "activeDeadlineSeconds: 8 on a pod that succeeded before it, under Never", podDoc("cf-deadlinedone", "Never", "  activeDeadlineSeconds: 8\n", sh("c", "exit 0"))},
 }
 
 // webServer is busybox httpd on the pod's port 8080 (index.html only) in the background, a
@@ -223,6 +243,13 @@ type difference struct{ scenario, field, podkeeper, kubelet string }
 
 // runConformance runs every scenario under both, waits settle, and lists the differences.
 func runConformance(ctx context.Context, o options, settle time.Duration) error {
+	if o.scenarios != "" {
+		picked, err := pickScenarios(scenarios, o.scenarios)
+		if err != nil {
+			return err
+		}
+		scenarios = picked
+	}
 	binDir, err := testenv.Binaries()
 	if err != nil {
 		return err
@@ -329,6 +356,15 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 			diffs = append(diffs, difference{s.name, "(pod)", present(pp), present(kp)})
 			continue
 		}
+		if o.scenarios != "" { // a focused look: both statuses in full
+			for _, side := range []struct {
+				name string
+				p    *corev1.Pod
+			}{{"podkeeper", pp}, {"kubelet", kp}} {
+				b, _ := json.MarshalIndent(side.p.Status, "", "  ")
+				fmt.Printf("--- %s, %s, last sample:\n%s\n", s.name, side.name, b)
+			}
+		}
 		n, d := compareMaps(s.name, statusMap(pp), statusMap(kp))
 		total += n
 		diffs = append(diffs, d...)
@@ -346,6 +382,30 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		return os.WriteFile(o.out, []byte(md), 0o644)
 	}
 	return nil
+}
+
+// pickScenarios is the scenarios of all named in list (comma separated), in all's order.
+func pickScenarios(all []scenario, list string) ([]scenario, error) {
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		want[strings.TrimSpace(n)] = true
+	}
+	var out []scenario
+	for _, s := range all {
+		if want[s.name] {
+			out = append(out, s)
+			delete(want, s.name)
+		}
+	}
+	if len(want) > 0 {
+		var unknown []string
+		for n := range want {
+			unknown = append(unknown, n)
+		}
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("no such conformance scenario: %s", strings.Join(unknown, ", "))
+	}
+	return out, nil
 }
 
 func podNameOf(spec string) string {
