@@ -158,4 +158,3 @@ func recordState(r ContainerRecord) corev1.ContainerState {
 	}
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
 }
-
