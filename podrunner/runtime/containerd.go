@@ -1101,8 +1101,8 @@ func (r *Runtime) writeExit(ctx context.Context, c containerd.Container, labels 
 		LabelExitCode:   strconv.Itoa(int(code)),
 		LabelReason:     exitReason(code),
 	}
-	if msg := terminationMessage(labels, code); msg != "" {
-		upd[LabelMessage] = msg
+	for k, v := range messageLabels(terminationMessage(labels, code)) {
+		upd[k] = v
 	}
 	if oomKilled {
 		upd[LabelReason] = "OOMKilled"
@@ -1269,7 +1269,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 		rec := recordFromLabels(c.ID, c.Labels)
 		rec.ExitRecorded = c.Labels[LabelFinishedAt] != ""
 		rec.CreatedAt = c.CreatedAt
-		rec.Message = c.Labels[LabelMessage]
+		rec.Message = messageFromLabels(c.Labels)
 		r.remember(c.ID, rec.PodUID)
 		t, ok := tasks[c.ID]
 		var tp *taskInfo

@@ -26,6 +26,7 @@ const (
 	LabelExitCode      = "podkeeper.io/exit-code"
 	LabelReason        = "podkeeper.io/reason"
 	LabelMessage       = "podkeeper.io/message"
+	LabelMessageMore   = "podkeeper.io/message-2" // the part of a message past what LabelMessage holds
 	LabelGrace         = "podkeeper.io/grace-period"
 
 	// shimGroupAnnotation makes the runc v2 shim serve every container of a pod from one shim
@@ -47,7 +48,7 @@ func recordFromLabels(id string, labels map[string]string) podrunner.ContainerRe
 		ImageID:      labels[LabelImageID],
 		LogPath:      labels[LabelLogPath],
 		Reason:       labels[LabelReason],
-		Message:      labels[LabelMessage],
+		Message:      messageFromLabels(labels),
 	}
 	if g, err := strconv.ParseInt(labels[LabelGrace], 10, 64); err == nil {
 		r.GracePeriod = time.Duration(g) * time.Second

@@ -253,7 +253,9 @@ func TestTerminationMessage(t *testing.T) {
 	fallback.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	okNoMsg := sh("ok", "echo not-a-message; exit 0")
 	okNoMsg.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	pod := testPod(t, file, custom, fallback, okNoMsg)
+	// 5000 bytes: the last 4096 are kept, as the kubelet keeps them (more than one label holds).
+	long := sh("long", "{ printf start; yes x | head -c 4990; printf the-end; } > /dev/termination-log; exit 3")
+	pod := testPod(t, file, custom, fallback, okNoMsg, long)
 	recs, errs := startAll(t, rt, ctx, pod, logs, nil)
 	want := []func(string) bool{
 		func(m string) bool { return m == "bye from file" },
@@ -262,6 +264,7 @@ func TestTerminationMessage(t *testing.T) {
 			return strings.HasSuffix(m, "line-100\n") && !strings.Contains(m, "line-20\n") && strings.Contains(m, "line-21\n")
 		},
 		func(m string) bool { return m == "" },
+		func(m string) bool { return len(m) == 4096 && strings.HasSuffix(m, "x\nthe-end") && !strings.Contains(m, "start") },
 	}
 	for i, rec := range recs {
 		if errs[i] != nil {

@@ -57,9 +57,9 @@ func terminationMessageMount(root string, pod *corev1.Pod, c *corev1.Container, 
 func terminationMessage(labels map[string]string, code int32) string {
 	msg := readCapped(labels[LabelTermMsgFile], maxTerminationMessage)
 	if msg != "" || code == 0 || corev1.TerminationMessagePolicy(labels[LabelTermMsgPolicy]) != corev1.TerminationMessageFallbackToLogsOnError {
-		return fitLabel(LabelMessage, msg)
+		return msg
 	}
-	return fitLabel(LabelMessage, logTail(labels[LabelLogPath]))
+	return logTail(labels[LabelLogPath])
 }
 
 // readCapped reads the last n bytes of a file, as the kubelet reads termination messages.
@@ -97,13 +97,28 @@ func logTail(path string) string {
 	return string(b)
 }
 
-// fitLabel cuts v so that key and value fit containerd's label limit (4096 bytes together),
-// keeping the end as the kubelet keeps a message's tail.
-func fitLabel(key, v string) string {
-	if max := 4096 - len(key); len(v) > max {
-		return v[len(v)-max:]
+// messageLabels stores a message (at most maxTerminationMessage bytes, as the kubelet keeps)
+// in labels: containerd limits a label's key and value to 4096 bytes together, so what
+// LabelMessage cannot hold goes to LabelMessageMore. An empty message sets nothing.
+func messageLabels(msg string) map[string]string {
+	if len(msg) > maxTerminationMessage {
+		msg = msg[len(msg)-maxTerminationMessage:]
 	}
-	return v
+	out := map[string]string{}
+	if msg == "" {
+		return out
+	}
+	if room := 4096 - len(LabelMessage); len(msg) > room {
+		out[LabelMessageMore] = msg[room:]
+		msg = msg[:room]
+	}
+	out[LabelMessage] = msg
+	return out
+}
+
+// messageFromLabels is the message messageLabels stored.
+func messageFromLabels(labels map[string]string) string {
+	return labels[LabelMessage] + labels[LabelMessageMore]
 }
 
 // removeTermMsgFile deletes an instance's termination message file (when it lies under root).

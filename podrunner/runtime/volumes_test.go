@@ -232,8 +232,8 @@ func TestTerminationMessageFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := terminationMessage(map[string]string{LabelTermMsgFile: f}, 1)
-	if len(got) != 4096-len(LabelMessage) || !strings.HasSuffix(got, "END") {
-		t.Errorf("message of %d bytes ending %q; want the file's tail, cut to fit the label", len(got), got[len(got)-3:])
+	if len(got) != 4096 || !strings.HasSuffix(got, "END") {
+		t.Errorf("message of %d bytes ending %q; want the file's last 4096 bytes, as the kubelet reads them", len(got), got[len(got)-3:])
 	}
 	empty := filepath.Join(dir, "empty")
 	_ = os.WriteFile(empty, nil, 0o644)
