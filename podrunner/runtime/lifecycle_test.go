@@ -264,7 +264,9 @@ func TestTerminationMessage(t *testing.T) {
 			return strings.HasSuffix(m, "line-100\n") && !strings.Contains(m, "line-20\n") && strings.Contains(m, "line-21\n")
 		},
 		func(m string) bool { return m == "" },
-		func(m string) bool { return len(m) == 4096 && strings.HasSuffix(m, "x\nthe-end") && !strings.Contains(m, "start") },
+		func(m string) bool {
+			return len(m) == 4096 && strings.HasSuffix(m, "x\nthe-end") && !strings.Contains(m, "start")
+		},
 	}
 	for i, rec := range recs {
 		if errs[i] != nil {
