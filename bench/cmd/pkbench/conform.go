@@ -108,6 +108,18 @@ var scenarios = []scenario{
 	{"run-as-uid-0", "runAsNonRoot with runAsUser: 0", podDoc("cf-rootuid", "Always", "", sh("c", sleeper)+"    securityContext:\n      runAsNonRoot: true\n      runAsUser: 0\n")},
 	{"not-executable", "a command that is a directory (not executable), under Never", podDoc("cf-noexec", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/bin\"]\n")},
 	{"termination-message-path", "a termination message at a custom path, exit 2 under Never", podDoc("cf-termpath", "Never", "", sh("c", "echo -n custom > /tmp/msg; exit 2")+"    terminationMessagePath: /tmp/msg\n")},
+	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
+	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
+	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
+		"    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"sleep 3\"]\n")},
+	{"init-onfailure-once", "restartPolicy OnFailure, an init container that fails on its first run only (an emptyDir marks it)", podDoc("cf-initonce", "OnFailure",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n  initContainers:\n"+sh("init", "if [ -f /d/ran ]; then exit 0; fi; touch /d/ran; exit 1")+"    volumeMounts:\n    - name: d\n      mountPath: /d\n", sh("c", sleeper))},
+	{"sidecar-liveness", "a native sidecar whose exec liveness probe always fails (restarted), beside an app", podDoc("cf-sidelive", "Always", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+
+		netProbe("livenessProbe", "exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      initialDelaySeconds: 2"), sh("c", sleeper))},
+	{"startup-then-ready", "a startup probe that passes after about 3 s and a readiness probe that always passes", podDoc("cf-startready", "Always", "", sh("c", "sleep 3; touch /tmp/started; "+sleeper)+
+		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/tmp/started\"]\n      periodSeconds: 1\n      failureThreshold: 30\n"+probe("readinessProbe", "true"))},
+	{"exit-255", "exit 255 under Never", podDoc("cf-exit255", "Never", "", sh("c", "exit 255"))},
+	{"killed-by-signal", "a shell whose child kills itself with SIGKILL, exiting with its status 137 (no OOM), under Never; $$$$ in the command is the kubelet's escape for $$", podDoc("cf-sigkill", "Never", "", sh("c", "sleep 1; sh -c 'kill -9 $$$$'; exit $?"))},
 	{"sidecar-init-fails", "restartPolicy Never, a native sidecar, then an init container that exits 1 (the pod fails, the sidecar is stopped)", podDoc("cf-sideinitfail", "Never", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+sh("init", "sleep 1; exit 1"), sh("c", sleeper))},
 	{"sidecar-onfailure-done", "restartPolicy OnFailure, a native sidecar and an app that exits 0 after 2 s", podDoc("cf-sideonfail", "OnFailure", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n", sh("c", "sleep 2; exit 0"))},
 	{"readiness-delay", "an exec readiness probe that passes, with initialDelaySeconds: 120 (not ready within the window)", podDoc("cf-readydelay", "Always", "", sh("c", sleeper)+
