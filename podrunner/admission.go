@@ -148,6 +148,9 @@ func (w *worker) admitted(pod *corev1.Pod, v PodView) bool {
 		ok, reason, msg = AdmitSELinux(pod, w.m.cfg.SELinuxHost)
 	}
 	if ok {
+		ok, reason, msg = w.m.cfg.Sysctls.AdmitSysctls(pod)
+	}
+	if ok {
 		ok, reason, msg = w.m.admit(w, pod, running)
 	}
 	if ok {

@@ -56,6 +56,8 @@ type Config struct {
 	AppArmorHost bool
 	// SELinuxHost says the host has SELinux enabled (selinux.go).
 	SELinuxHost bool
+	// Sysctls are the sysctls pods may set (sysctl.go); nil: the safe sysctls only.
+	Sysctls *SysctlAllowlist
 	// NodeLabels are the node's labels, for the pods' nodeSelector and node affinity
 	// (nodeadmission.go); NodeName is matched by matchFields metadata.name.
 	NodeLabels map[string]string

@@ -645,6 +645,37 @@ func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {
 	}
 }
 
+// A start the kubelet's runtime would fail in CreateContainer (a Localhost seccomp profile the
+// node lacks) waits as CreateContainerError with the CRI's message, in the status and in the
+// Failed event, with a bad spec's backoff.
+func TestManagerCreateErrorAsTheKubelet(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	e.rt.FailStart("main", fmt.Errorf("start container x: container spec: %w", &CreateError{Err: errors.New(`cannot load seccomp profile "/p.json": no such file`)}))
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	want := `failed to create containerd container: cannot load seccomp profile "/p.json": no such file`
+	waitFor(t, "CreateContainerError", func() bool {
+		cs, ok := e.containerStatus("uid-a", "main")
+		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerError" && cs.State.Waiting.Message == want
+	})
+	found := false
+	for _, ev := range e.rec.Events("uid-a") {
+		found = found || (ev.Reason == ReasonFailed && ev.Message == "Error: "+want)
+	}
+	if !found {
+		t.Errorf("no Failed event with the CRI's message: %+v", e.rec.Events("uid-a"))
+	}
+	wakeAll(e.m) // inside the backoff: still CreateContainerError, no second try
+	time.Sleep(200 * time.Millisecond)
+	if cs, _ := e.containerStatus("uid-a", "main"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "CreateContainerError" {
+		t.Errorf("inside the backoff: %+v", cs.State)
+	}
+	if n := len(e.starts("uid-a", "main")); n != 1 {
+		t.Errorf("%d start attempts inside the backoff, want 1", n)
+	}
+}
+
 // A volume that cannot be set up is the kubelet's FailedMount: the container waits as
 // ContainerCreating with the kubelet's message, a FailedMount warning names the volume, the
 // set-up is tried again with the volume backoff (500 ms, not a bad spec's hour here), and the

@@ -235,6 +235,16 @@ var ErrExitRecorded = errors.New("recorded as the container's exit")
 // again soon (interruptedBackoff), without the backoff of a bad spec.
 var ErrCreateInterrupted = errors.New("an interrupted earlier create of the container is still being cleaned up")
 
+// CreateError marks a StartContainer failure that the kubelet meets in its runtime's
+// CreateContainer (containerd's CRI) rather than in its own checks of the spec: a Localhost
+// seccomp profile the node lacks or cannot parse. The container waits as CreateContainerError
+// with the CRI's message, tried again with a bad spec's backoff; nothing of the attempt was kept.
+type CreateError struct{ Err error }
+
+func (e *CreateError) Error() string { return "failed to create containerd container: " + e.Err.Error() }
+
+func (e *CreateError) Unwrap() error { return e.Err }
+
 // VolumeError marks a StartContainer failure to set up one of the pod's volumes (a hostPath that
 // fails its type check, a ConfigMap or Secret a volume needs and the node lacks): the kubelet's
 // FailedMount, with its message. Nothing of the attempt was kept; the container waits as

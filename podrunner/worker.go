@@ -63,7 +63,7 @@ type retryMemo struct {
 	notBefore time.Time
 	state     BackoffState
 	lastErr   string
-	reason    string // the waiting reason (lastErr its message): an ImageError's, ContainerCreating for a VolumeError; empty: the memo's default (a pull failure, a bad spec)
+	reason    string // the waiting reason (lastErr its message): an ImageError's, ContainerCreating for a VolumeError, the start failure's; empty: the memo's default (a pull failure)
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
@@ -574,13 +574,18 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	}
 	if err != nil {
 		w.log.Warn("start container", "container", c.Name, "err", err)
-		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", err)
+		reason, shown := "CreateContainerConfigError", err
+		if ce := (*CreateError)(nil); errors.As(err, &ce) {
+			reason, shown = "CreateContainerError", ce // the CRI's message, without podkeeper's wrapping
+		}
+		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", shown)
 		if errors.Is(err, ErrExitRecorded) {
 			return true, time.Time{} // plan again: restart policy and CrashLoopBackOff apply
 		}
 		// Nothing was kept (bad spec, image gone): retry with backoff, never in a tight loop.
-		m := w.failed(w.m.cfg.Backoff, w.configErrs, c.Name, err)
-		w.setWaiting(c.Name, "CreateContainerConfigError", err.Error())
+		m := w.failed(w.m.cfg.Backoff, w.configErrs, c.Name, shown)
+		m.reason = reason
+		w.setWaiting(c.Name, reason, shown.Error())
 		return false, m.notBefore
 	}
 	delete(w.configErrs, c.Name)

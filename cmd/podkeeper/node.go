@@ -234,3 +234,26 @@ func nodeLabels(node, extra string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// sysctlAllowlist is what pods may set: the safe sysctls the running kernel namespaces and the
+// allowed unsafe ones (--allowed-unsafe-sysctls), which must be namespaced.
+func sysctlAllowlist(unsafe []string) (*podrunner.SysctlAllowlist, error) {
+	major, minor := kernelVersion()
+	a, err := podrunner.NewSysctlAllowlist(append(podrunner.SafeSysctls(major, minor), unsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
+	return a, nil
+}
+
+// kernelVersion is the running kernel's major and minor version (0, 0 when unknown: only the
+// sysctls safe on any kernel are allowed then).
+func kernelVersion() (int, int) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return 0, 0
+	}
+	var major, minor int
+	_, _ = fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major, minor
+}

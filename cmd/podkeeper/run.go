@@ -45,6 +45,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd-namespace", Value: "podkeeper", Usage: "containerd namespace of podkeeper's containers"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "containerd", Value: "external", Usage: "external: use (and wait for) the containerd at --containerd-address; managed: if none answers there, run one as podkeeper's child"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-name", Value: hostname(), Usage: "node name; static pods are named <name>-<node-name>"}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "allowed-unsafe-sysctls", Usage: "unsafe sysctls (or patterns ending in *, e.g. kernel.msg*) pods may set besides the safe ones, as the kubelet's flag; each must be namespaced"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "node-labels", Usage: "more node labels, key=value,...: pods' nodeSelector and node affinity are matched against them (and kubernetes.io/hostname, os, arch)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-socket", Value: defaultAPISocket, EnvVars: []string{"PODKEEPER_API_SOCKET"}, Usage: "unix socket of the local API (mode 0600)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "pause-binary", Usage: "sandbox process binary (default: podkeeper-pause next to podkeeper, else in PATH)"}),
@@ -160,6 +161,10 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	sysctls, err := sysctlAllowlist(c.StringSlice("allowed-unsafe-sysctls"))
+	if err != nil {
+		return err
+	}
 	root := c.String("root-dir")
 	for _, d := range []string{root, filepath.Join(root, "images"), c.String("log-dir")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -250,7 +255,7 @@ func runAgent(c *cli.Context) error {
 	backend.setNode(capacity, allocatable)
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
 		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly(),
-		AppArmorHost: runtime.AppArmorEnabled(), SELinuxHost: runtime.SELinuxEnabled(), NodeLabels: labels}
+		AppArmorHost: runtime.AppArmorEnabled(), SELinuxHost: runtime.SELinuxEnabled(), NodeLabels: labels, Sysctls: sysctls}
 	if c.Bool("admission") {
 		mcfg.Allocatable = allocatable
 	}

@@ -161,6 +161,63 @@ func TestNodeAdmission(t *testing.T) {
 	a.waitPod(60*time.Second, "port-b-"+node, "port-b running once the port is free", running)
 }
 
+// Sysctls as the kubelet admits them: a safe one is set in the pod; an unsafe one is refused
+// (Failed, SysctlForbidden) unless --allowed-unsafe-sysctls allows it, and then it is set in the
+// pod's own IPC namespace, not on the host.
+func TestSysctlAdmission(t *testing.T) {
+	a := startAgentAt(t, "pk-e2e-sysctl", env.Address, "--allowed-unsafe-sysctls", "kernel.shm*")
+	sysctls := func(kv ...string) string {
+		out := "  securityContext:\n    sysctls:\n"
+		for i := 0; i < len(kv); i += 2 {
+			out += fmt.Sprintf("    - name: %s\n      value: %q\n", kv[i], kv[i+1])
+		}
+		return out
+	}
+	a.write("safe.yaml", podYAML("safe", "Always", 1, sysctls("net.ipv4.ip_unprivileged_port_start", "80", "kernel.shmmni", "2048"),
+		shContainer("c", "echo port=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start) shmmni=$(cat /proc/sys/kernel/shmmni); sleep 3600", "")))
+	a.write("unsafe.yaml", podYAML("unsafe", "Always", 1, sysctls("kernel.msgmax", "65536"), shContainer("c", "sleep 3600", "")))
+	a.waitPod(60*time.Second, "safe-"+node, "safe running", running)
+	a.eventually(20*time.Second, "the sysctls set in the pod", func() (bool, string) {
+		out, err := a.cli("logs", "safe-"+node)
+		return err == nil && strings.Contains(out, "port=80 shmmni=2048"), out
+	})
+	if b, err := os.ReadFile("/proc/sys/kernel/shmmni"); err != nil || strings.TrimSpace(string(b)) == "2048" {
+		t.Errorf("the host's kernel.shmmni is %q (%v): the pod's value leaked to the host", b, err)
+	}
+	p := a.waitPod(30*time.Second, "unsafe-"+node, "unsafe rejected", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if want := `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`; p.Status.Reason != "SysctlForbidden" || p.Status.Message != want {
+		t.Errorf("unsafe: %s %q, want SysctlForbidden %q", p.Status.Reason, p.Status.Message, want)
+	}
+	if len(a.records(string(p.UID))) != 0 {
+		t.Errorf("containers made for a rejected pod")
+	}
+}
+
+// A Localhost seccomp profile the node lacks: the container waits as the kubelet's
+// CreateContainerError with containerd's CRI message, and starts (after its backoff) once the
+// profile is there.
+func TestSeccompLocalhostMissing(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-seccomp")
+	a.write("sc.yaml", podYAML("sc", "Always", 1, "", shContainer("c", "echo confined; sleep 3600",
+		"    securityContext:\n      seccompProfile:\n        type: Localhost\n        localhostProfile: profiles/allow.json\n")))
+	p := a.waitPod(60*time.Second, "sc-"+node, "CreateContainerError", func(p *corev1.Pod) bool {
+		w := status(p, "c").State.Waiting
+		return w != nil && w.Reason == "CreateContainerError"
+	})
+	file := filepath.Join(a.root, "seccomp", "profiles", "allow.json")
+	if w := status(p, "c").State.Waiting; w.Message != fmt.Sprintf("failed to create containerd container: cannot load seccomp profile %q: open %s: no such file or directory", file, file) {
+		t.Errorf("waiting message %q", w.Message)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(`{"defaultAction": "SCMP_ACT_ALLOW"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(60*time.Second, "sc-"+node, "running once the profile is there", running)
+}
+
 // hostnameOverride (GA in the kubelet 1.37) is the containers' hostname, /etc/hostname and the
 // name in /etc/hosts, over spec.hostname and the pod name.
 func TestHostnameOverride(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 // effectiveSecurity is a container's securityContext with the pod's defaults applied (the
@@ -182,11 +184,11 @@ func seccompOpts(root string, p *corev1.SeccompProfile, privileged bool) ([]oci.
 		path := filepath.Join(root, "seccomp", rel)
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("cannot load seccomp profile %q: %w", path, err)
+			return nil, &podrunner.CreateError{Err: fmt.Errorf("cannot load seccomp profile %q: %w", path, err)}
 		}
 		var prof specs.LinuxSeccomp
 		if err := json.Unmarshal(b, &prof); err != nil {
-			return nil, fmt.Errorf("decoding seccomp profile %q: %w", path, err)
+			return nil, &podrunner.CreateError{Err: fmt.Errorf("decoding seccomp profile %q failed: %w", path, err)}
 		}
 		return []oci.SpecOpts{func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 			if s.Linux == nil {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -157,8 +160,14 @@ func TestSecuritySeccomp(t *testing.T) {
 		t.Errorf("Localhost: %+v", s.Linux.Seccomp)
 	}
 	pod, c := secPod(nil, &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("../../etc/missing.json")}})
-	if _, err := securityOpts(root, pod, c, ""); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "seccomp", "etc", "missing.json")) {
+	_, err := securityOpts(root, pod, c, "")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "seccomp", "etc", "missing.json")) {
 		t.Errorf("Localhost outside the seccomp dir must stay inside it and fail clearly: %v", err)
+	}
+	// As containerd's CRI fails CreateContainer for it (the kubelet's CreateContainerError).
+	var ce *podrunner.CreateError
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Error(), `failed to create containerd container: cannot load seccomp profile "`) {
+		t.Errorf("a missing Localhost profile: %v, want a CreateError with the CRI's message", err)
 	}
 }
 
