@@ -241,7 +241,9 @@ var ErrCreateInterrupted = errors.New("an interrupted earlier create of the cont
 // with the CRI's message, tried again with a bad spec's backoff; nothing of the attempt was kept.
 type CreateError struct{ Err error }
 
-func (e *CreateError) Error() string { return "failed to create containerd container: " + e.Err.Error() }
+func (e *CreateError) Error() string {
+	return "failed to create containerd container: " + e.Err.Error()
+}
 
 func (e *CreateError) Unwrap() error { return e.Err }
 
