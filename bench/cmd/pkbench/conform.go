@@ -108,6 +108,13 @@ var scenarios = []scenario{
 	{"run-as-uid-0", "runAsNonRoot with runAsUser: 0", podDoc("cf-rootuid", "Always", "", sh("c", sleeper)+"    securityContext:\n      runAsNonRoot: true\n      runAsUser: 0\n")},
 	{"not-executable", "a command that is a directory (not executable), under Never", podDoc("cf-noexec", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"/bin\"]\n")},
 	{"termination-message-path", "a termination message at a custom path, exit 2 under Never", podDoc("cf-termpath", "Never", "", sh("c", "echo -n custom > /tmp/msg; exit 2")+"    terminationMessagePath: /tmp/msg\n")},
+	{"node-selector-mismatch", "a nodeSelector no label of the node matches (rejected at admission)", podDoc("cf-nodesel", "Always", "  nodeSelector:\n    disktype: ssd\n", sh("c", sleeper))},
+	{"request-too-big", "a memory request larger than the node (rejected at admission: OutOfmemory)", podDoc("cf-toobig", "Always", "", sh("c", sleeper)+resources("", "100Ti", "", ""))},
+	{"os-windows", "spec.os.name windows on a Linux node (rejected at admission)", podDoc("cf-oswin", "Always", "  os:\n    name: windows\n", sh("c", sleeper))},
+	{"unsafe-sysctl", "an unsafe sysctl (kernel.msgmax) the node does not allow (rejected: SysctlForbidden)", podDoc("cf-sysctl", "Always", "  securityContext:\n    sysctls:\n    - name: kernel.msgmax\n      value: \"65536\"\n", sh("c", sleeper))},
+	{"seccomp-missing", "a Localhost seccomp profile that does not exist on the node", podDoc("cf-seccomp", "Always", "", sh("c", sleeper)+"    securityContext:\n      seccompProfile:\n        type: Localhost\n        localhostProfile: profiles/absent.json\n")},
+	{"ephemeral-limit", "a container that writes 3 MiB against a 1Mi ephemeral-storage limit (evicted)", podDoc("cf-ephlimit", "Always", "", sh("c", "dd if=/dev/zero of=/big bs=1k count=3072 2>/dev/null; sync; "+sleeper)+
+		"    resources:\n      limits:\n        ephemeral-storage: 1Mi\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
