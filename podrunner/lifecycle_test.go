@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +37,10 @@ func TestPlanPodSidecars(t *testing.T) {
 		pod  *corev1.Pod
 		recs []ContainerRecord
 		gate RestartGate
-		want planSummary
+		// notStarted lists running containers whose startup probe has not passed (nil probes:
+		// every running one has started)
+		notStarted []string
+		want       planSummary
 	}{
 		{
 			name: "sidecar first in the init list starts alone",
@@ -51,6 +55,32 @@ func TestPlanPodSidecars(t *testing.T) {
 			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("p0", "proxy", KindInit, 0, at(1))},
 			want: planSummary{Start: []string{"init1/init/0"}, Phase: corev1.PodPending,
 				Waiting: map[string]string{"main": ReasonPodInitializing}},
+		},
+		{
+			// Found by the conformance scenario sidecar-startup-fails: podkeeper started the app.
+			name:       "sidecar running, its startup probe not passed yet: the next init waits",
+			pod:        sidecarPod(always, []string{"proxy", "init1"}, side, "main"),
+			recs:       []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), runningRec("p0", "proxy", KindInit, 0, at(1))},
+			notStarted: []string{"proxy"},
+			want:       planSummary{Phase: corev1.PodPending, Waiting: map[string]string{"main": ReasonPodInitializing}},
+		},
+		{
+			name: "sidecar killed by its startup probe before the next init ran: restarted, the next init waits",
+			pod:  sidecarPod(always, []string{"proxy", "init1"}, side, "main"),
+			recs: []ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), exitedRec("p0", "proxy", KindInit, 0, 137, at(1), at(5))},
+			want: planSummary{Start: []string{"proxy/init/1"}, Phase: corev1.PodPending, Waiting: map[string]string{"main": ReasonPodInitializing}},
+		},
+		{
+			name: "past the sidecar (the apps ran): a restarted sidecar not started yet holds nothing",
+			pod:  sidecarPod(always, []string{"proxy", "init1"}, side, "main"),
+			recs: []ContainerRecord{
+				sbRec("sb0", 0, StateRunning, at(0)),
+				runningRec("p1", "proxy", KindInit, 1, at(50)),
+				exitedRec("i0", "init1", KindInit, 0, 0, at(2), at(3)),
+				runningRec("m0", "main", KindApp, 0, at(4)),
+			},
+			notStarted: []string{"proxy"},
+			want:       planSummary{Phase: corev1.PodRunning},
 		},
 		{
 			name: "init sequence done, sidecar running: app containers start",
@@ -73,14 +103,16 @@ func TestPlanPodSidecars(t *testing.T) {
 			want: planSummary{Start: []string{"proxy/init/1"}, Phase: corev1.PodRunning},
 		},
 		{
-			name: "sidecar in backoff: CrashLoopBackOff, the next init still runs",
+			// As the kubelet's: the sidecar exited before the next init container ran, so the
+			// sequence waits for it to run (and start) again.
+			name: "sidecar in backoff before the next init ran: CrashLoopBackOff, the next init waits",
 			pod:  sidecarPod(always, []string{"proxy", "init1"}, side, "main"),
 			recs: []ContainerRecord{
 				sbRec("sb0", 0, StateRunning, at(0)),
 				exitedRec("p1", "proxy", KindInit, 1, 1, at(80), at(90)),
 			},
 			gate: gateAt(map[string]time.Time{"p1": at(120)}),
-			want: planSummary{Start: []string{"init1/init/0"}, Phase: corev1.PodPending, WakeAt: at(120),
+			want: planSummary{Phase: corev1.PodPending, WakeAt: at(120),
 				Waiting: map[string]string{"proxy": ReasonCrashLoopBackOff, "main": ReasonPodInitializing}},
 		},
 		{
@@ -122,7 +154,13 @@ func TestPlanPodSidecars(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := PlanPod(tc.pod, NewPodView(tc.recs), tc.gate, now)
+			var probes ProbeStatus
+			if tc.notStarted != nil {
+				probes = func(c *corev1.Container, r ContainerRecord) (bool, bool) {
+					return !slices.Contains(tc.notStarted, c.Name), true
+				}
+			}
+			plan := PlanPodProbed(tc.pod, NewPodView(tc.recs), tc.gate, probes, now)
 			got := summarize(plan)
 			if tc.want.Waiting == nil {
 				tc.want.Waiting = map[string]string{}

@@ -271,8 +271,16 @@ func resetKill(pod *corev1.Pod, v PodView, sb ContainerRecord, reset *ResetCause
 }
 
 // PlanPod decides what pod needs now, given what the runtime shows and when exited instances may
-// be replaced. Pure: the same inputs give the same plan.
+// be replaced, taking every running container as started (PlanPodProbed without probes). Pure:
+// the same inputs give the same plan.
 func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
+	return PlanPodProbed(pod, v, gate, nil, now)
+}
+
+// PlanPodProbed is PlanPod with the probes' view of the running containers: a sidecar whose
+// startup probe has not passed yet (started false) holds the init sequence, as the kubelet's
+// (nil: running means started). Pure.
+func PlanPodProbed(pod *corev1.Pod, v PodView, gate RestartGate, probes ProbeStatus, now time.Time) Plan {
 	p := Plan{Waiting: map[string]Waiting{}, podDesc: fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)}
 	p.Remove = removable(pod, v)
 	sb, hasSB := v.Sandbox()
@@ -330,7 +338,11 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 			latest.Attempt++
 		}
 		if IsSidecar(c) {
-			if p.planSidecar(c, latest, ok, gate, now) {
+			started := true
+			if ok && latest.State == StateRunning && probes != nil {
+				started, _ = probes(c, latest)
+			}
+			if p.planSidecar(c, latest, ok, started, initPast(pod, v, sb, reset, i), gate, now) {
 				continue
 			}
 			for _, a := range pod.Spec.Containers {
@@ -384,25 +396,47 @@ func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// planSidecar plans one native sidecar during the init sequence. It reports whether the next
-// init container may go: once the sidecar has started (it runs, or ran and is being restarted),
-// as the kubelet does without a startupProbe. A sidecar is restarted whenever it exits, whatever
-// the pod's restartPolicy.
-func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok bool, gate RestartGate, now time.Time) bool {
+// planSidecar plans one native sidecar during the init sequence. It reports whether the sequence
+// goes on past it, as the kubelet's: once the run has gone past the sidecar (initPast: a later
+// init container or an app container has run), always, the sidecar only restarted when it
+// exits; before that, only once it runs and has started (started: no startup probe, or it
+// passed). A sidecar that exits, or fails its startup probe and is killed, before the next init
+// container ran holds the sequence until it runs again and starts. A sidecar is restarted
+// whenever it exits, whatever the pod's restartPolicy.
+func (p *Plan) planSidecar(c *corev1.Container, latest ContainerRecord, ok, started, past bool, gate RestartGate, now time.Time) bool {
 	switch {
 	case !ok:
 		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
-		return false
+		return past
 	case latest.State == StateRunning:
-		return true
+		return past || started
 	case latest.State == StateExited:
 		p.restartOrWait(c, KindInit, latest, gate, now)
-		// One that never ran (StartError) has not started: the sequence waits for it.
-		return latest.Reason != ReasonStartError
+		return past
 	default: // created but never started
 		p.Start = append(p.Start, StartAction{Container: c, Kind: KindInit, Attempt: latest.Attempt})
-		return false
+		return past
 	}
+}
+
+// initPast reports whether the current run has gone past init container i: a later init
+// container or an app container has an instance in it.
+func initPast(pod *corev1.Pod, v PodView, sb ContainerRecord, reset *ResetCause, i int) bool {
+	ran := func(name string) bool {
+		r, ok := v.Latest(name)
+		return ok && (r.State == StateRunning || current(r, sb, reset))
+	}
+	for _, c := range pod.Spec.InitContainers[i+1:] {
+		if ran(c.Name) {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if ran(c.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // runningSidecars lists the running sidecars of pod in the order they stop: the reverse of the

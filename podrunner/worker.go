@@ -312,7 +312,7 @@ func (w *worker) step(ctx context.Context, pod *corev1.Pod, v PodView, now time.
 	if w.syncProbes(ctx, pod, v) {
 		return time.Time{}, true // a container failed its liveness probe and was stopped: look again
 	}
-	plan := PlanPod(pod, v, w.gate(v, now), now)
+	plan := PlanPodProbed(pod, v, w.gate(v, now), w.probeStatus, now)
 	w.noteBackoffs(pod, plan)
 	w.publish(pod, v, plan, false)
 	acted, retryAt := w.execute(ctx, pod, v, plan)
@@ -484,7 +484,7 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 	up.State = StateRunning
 	now := time.Now()
 	withSB := v.WithSandbox(up)
-	plan := PlanPod(pod, withSB, w.gate(withSB, now), now)
+	plan := PlanPodProbed(pod, withSB, w.gate(withSB, now), w.probeStatus, now)
 	if plan.CreateSandbox || plan.KillPod || plan.StopSandbox || len(plan.StopSidecars) > 0 || plan.Reset != nil {
 		return
 	}

@@ -21,6 +21,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("InitContainersInOrder", func(t *testing.T) { t.Parallel(); initInOrder(t, a) })
 	t.Run("FailingInitBlocksApp", func(t *testing.T) { t.Parallel(); failingInitBlocks(t, a) })
 	t.Run("SidecarOutlivesInitAndStopsAfterApp", func(t *testing.T) { t.Parallel(); sidecarLifecycle(t, a) })
+	t.Run("SidecarStartupProbeHoldsTheApp", func(t *testing.T) { t.Parallel(); sidecarStartupHolds(t, a) })
 	t.Run("PreStopBeforeSIGTERM", func(t *testing.T) { t.Parallel(); preStopBeforeTerm(t, a) })
 	t.Run("FailedPostStartKills", func(t *testing.T) { t.Parallel(); failedPostStart(t, a) })
 	t.Run("StatusReasonsAndMessages", func(t *testing.T) { t.Parallel(); reasonsAndMessages(t, a) })
@@ -157,6 +158,44 @@ func sidecarLifecycle(t *testing.T, shared *agent) {
 	}
 	a.remove("sidecar.yaml")
 	a.waitGone(30*time.Second, "sidecar-e2e", "")
+}
+
+// A sidecar with a startup probe holds the init sequence until the probe passes, as the
+// kubelet's: running, not started, the app waiting PodInitializing and never created; once the
+// probe passes (the test creates the file it reads) the app starts. Found by the conformance
+// scenario sidecar-startup-fails, where podkeeper started the app beside a sidecar that had not
+// started.
+func sidecarStartupHolds(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	side := shContainer("side", "while true; do sleep 0.2; done", mount+"    restartPolicy: Always\n"+
+		"    startupProbe:\n      exec:\n        command: [\"cat\", \"/host/go\"]\n      periodSeconds: 1\n      failureThreshold: 600\n")
+	a.write("sidestart.yaml", podYAML("sidestart", "Always", 1, vol+initSection(side), shContainer("main", "echo main-up >> /host/log; sleep 3600", mount)))
+	p := a.waitPod(60*time.Second, "sidestart-e2e", "the sidecar running, not started", func(p *corev1.Pod) bool {
+		cs := p.Status.InitContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].Started != nil && !*cs[0].Started
+	})
+	time.Sleep(3 * time.Second) // three failed startup probes: the app must still wait
+	p = a.waitPod(10*time.Second, "sidestart-e2e", "still initializing", func(p *corev1.Pod) bool { return true })
+	if w := status(p, "main").State.Waiting; w == nil || w.Reason != "PodInitializing" || p.Status.Phase != corev1.PodPending {
+		t.Errorf("app beside a sidecar that has not started: phase %s, state %+v; want Pending, PodInitializing", p.Status.Phase, status(p, "main").State)
+	}
+	for _, r := range a.records(string(p.UID)) {
+		if r.Name == "main" {
+			t.Fatalf("the app was created before the sidecar started: %+v", r)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(60*time.Second, "sidestart-e2e", "the app running once the sidecar started", func(p *corev1.Pod) bool {
+		return status(p, "main").State.Running != nil
+	})
+	if got := readLines(dir); len(got) != 1 || got[0] != "main-up" {
+		t.Errorf("log %v, want one main-up", got)
+	}
+	a.remove("sidestart.yaml")
+	a.waitGone(30*time.Second, "sidestart-e2e", "")
 }
 
 func preStopBeforeTerm(t *testing.T, shared *agent) {
