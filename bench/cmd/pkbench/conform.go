@@ -115,6 +115,17 @@ var scenarios = []scenario{
 	{"seccomp-missing", "a Localhost seccomp profile that does not exist on the node", podDoc("cf-seccomp", "Always", "", sh("c", sleeper)+"    securityContext:\n      seccompProfile:\n        type: Localhost\n        localhostProfile: profiles/absent.json\n")},
 	{"ephemeral-limit", "a container that writes 3 MiB against a 1Mi ephemeral-storage limit (evicted)", podDoc("cf-ephlimit", "Always", "", sh("c", "dd if=/dev/zero of=/big bs=1k count=3072 2>/dev/null; sync; "+sleeper)+
 		"    resources:\n      limits:\n        ephemeral-storage: 1Mi\n")},
+	{"liveness-ignores-term", "an exec liveness probe that fails after 3 s, a container that ignores SIGTERM (grace 2 s: killed)", podDoc("cf-liveterm", "Always", "", sh("c", "trap '' TERM; touch /tmp/ok; (sleep 3; rm /tmp/ok) & while true; do sleep 1; done")+
+		netProbe("livenessProbe", "exec:\n        command: [\"cat\", \"/tmp/ok\"]\n      initialDelaySeconds: 1"))},
+	{"probe-grace", "the same with the probe's own terminationGracePeriodSeconds: 1 (and the pod's 30)", strings.Replace(podDoc("cf-probegrace", "Always", "", sh("c", "trap '' TERM; touch /tmp/ok; (sleep 3; rm /tmp/ok) & while true; do sleep 1; done")+
+		netProbe("livenessProbe", "exec:\n        command: [\"cat\", \"/tmp/ok\"]\n      initialDelaySeconds: 1\n      terminationGracePeriodSeconds: 1")), "terminationGracePeriodSeconds: 2\n", "terminationGracePeriodSeconds: 30\n", 1)},
+	{"exec-liveness-timeout", "an exec liveness probe that outlives its 1 s timeout (a failure: restarts)", podDoc("cf-livetimeout", "Always", "", sh("c", sleeper)+
+		"    livenessProbe:\n      exec:\n        command: [\"sleep\", \"5\"]\n      timeoutSeconds: 1\n      periodSeconds: 2\n      failureThreshold: 1\n")},
+	{"readiness-late", "an exec readiness probe that passes from about 4 s on", podDoc("cf-readylate", "Always", "", sh("c", "(sleep 4; touch /tmp/ready) & "+sleeper)+probe("readinessProbe", "cat /tmp/ready"))},
+	{"http-liveness-ok", "busybox httpd and an httpGet liveness probe of it with a Host header (stays running)", podDoc("cf-httplive", "Always", "", sh("c", webServer)+
+		netProbe("livenessProbe", "httpGet:\n        path: /\n        port: 8080\n        httpHeaders:\n        - name: Host\n          value: example.com\n      initialDelaySeconds: 1"))},
+	{"sidecar-startup-fails", "a native sidecar whose startup probe never passes (failureThreshold 2: killed, restarted; the app never starts)", podDoc("cf-sidestartfail", "Always", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+
+		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n", sh("c", sleeper))},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
