@@ -126,6 +126,13 @@ var scenarios = []scenario{
 		netProbe("livenessProbe", "httpGet:\n        path: /\n        port: 8080\n        httpHeaders:\n        - name: Host\n          value: example.com\n      initialDelaySeconds: 1"))},
 	{"sidecar-startup-fails", "a native sidecar whose startup probe never passes (failureThreshold 2: killed, restarted; the app never starts)", podDoc("cf-sidestartfail", "Always", "  initContainers:\n"+sh("side", sleeper)+"    restartPolicy: Always\n"+
 		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n", sh("c", sleeper))},
+	{"command-not-in-path", "a command looked up in PATH that does not exist, under Never", podDoc("cf-nocmd", "Never", "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"no-such-command\"]\n")},
+	{"env-expansion", "$(CODE) in the command expanded from the container's env, exit with it under Never", podDoc("cf-envexp", "Never", "", sh("c", "exit $(CODE)")+"    env:\n    - name: CODE\n      value: \"7\"\n")},
+	{"workdir-missing", "a workingDir that does not exist in the image (made by the runtime)", podDoc("cf-workdir", "Always", "", sh("c", sleeper)+"    workingDir: /no/such/dir\n")},
+	{"sidecar-exit0-never", "restartPolicy Never, a native sidecar that exits 0 after 2 s beside a long app (the sidecar is restarted)", podDoc("cf-sideexit0", "Never", "  initContainers:\n"+sh("side", "sleep 2; exit 0")+"    restartPolicy: Always\n", sh("c", sleeper))},
+	{"hostpath-create", "a hostPath volume of type DirectoryOrCreate that does not exist yet", podDoc("cf-hostcreate", "Always", "  volumes:\n  - name: h\n    hostPath:\n      path: "+hostCreateDir+"/x\n      type: DirectoryOrCreate\n",
+		sh("c", sleeper)+"    volumeMounts:\n    - name: h\n      mountPath: /h\n")},
+	{"readonly-rootfs", "readOnlyRootFilesystem, a write to / that fails, exit with its status under Never", podDoc("cf-rorootfs", "Never", "", sh("c", "touch /x")+"    securityContext:\n      readOnlyRootFilesystem: true\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
@@ -272,7 +279,12 @@ func statusMap(p *corev1.Pod) map[string]string {
 type difference struct{ scenario, field, podkeeper, kubelet string }
 
 // runConformance runs every scenario under both, waits settle, and lists the differences.
+// hostCreateDir is where the hostpath-create scenario's DirectoryOrCreate volume is made (by
+// both sides); runConformance removes it.
+const hostCreateDir = "/tmp/podkeeper-conformance-create"
+
 func runConformance(ctx context.Context, o options, settle time.Duration) error {
+	defer os.RemoveAll(hostCreateDir)
 	if o.scenarios != "" {
 		picked, err := pickScenarios(scenarios, o.scenarios)
 		if err != nil {
