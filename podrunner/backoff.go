@@ -51,3 +51,20 @@ func (p BackoffPolicy) Delay(n int) time.Duration {
 	}
 	return d
 }
+
+// ProbeKillDelay is Next for an instance stopped because its liveness or startup probe failed,
+// as the kubelet paces those restarts: it kills the container and starts the next one in the
+// same sync, and checks the back-off there against the exit before the killed one (prev; nil:
+// none), which its status still shows. So the first such restart is immediate and charges
+// nothing; a later one is immediate (and charged) when prev ended at least the current back-off
+// before this exit, and otherwise waits the back-off from this exit, as a crash would. Pure.
+func ProbeKillDelay(p BackoffPolicy, st BackoffState, startedAt, finishedAt time.Time, prev *ContainerRecord) (time.Duration, BackoffState) {
+	delay, next := p.Next(st, startedAt, finishedAt)
+	if prev == nil {
+		return 0, st
+	}
+	if finishedAt.Sub(prev.FinishedAt) >= delay {
+		return 0, next
+	}
+	return delay, next
+}

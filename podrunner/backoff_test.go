@@ -1,6 +1,7 @@
 package podrunner
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -86,5 +87,45 @@ func TestBackoffNextSequence(t *testing.T) {
 	}
 	if st.Restarts != 8 {
 		t.Fatalf("state after 8 exits = %+v, want Restarts 8", st)
+	}
+}
+
+// Probe kills are paced as the kubelet paces them (its restart is checked in the same sync as the
+// kill, against the exit before). Each run lasts 6 s until its liveness probe kills it; lag is
+// how late a restart after a wait comes. With the kubelet's lag in the conformance scenario
+// liveness-ignores-term (about 4 s: its restarts came at +7, +12, +32, +38 s), the sequence is
+// the one measured against the real kubelet 1.37: at once, at once, after 10 s, at once, after
+// 40 s.
+func TestProbeKillDelayAsTheKubelet(t *testing.T) {
+	p := DefaultBackoff
+	base := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lag  time.Duration
+		want []time.Duration
+	}{
+		{0, []time.Duration{0, 0, 10 * time.Second, 20 * time.Second, 40 * time.Second}},
+		{4 * time.Second, []time.Duration{0, 0, 10 * time.Second, 0, 40 * time.Second}},
+	} {
+		var st BackoffState
+		var prev *ContainerRecord
+		start := base
+		var got []time.Duration
+		for i := 0; i < 5; i++ {
+			end := start.Add(6 * time.Second)
+			delay, next := ProbeKillDelay(p, st, start, end, prev)
+			got = append(got, delay)
+			st, prev = next, &ContainerRecord{FinishedAt: end}
+			start = end.Add(delay)
+			if delay > 0 {
+				start = start.Add(tc.lag)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("lag %v: delays %v, want %v", tc.lag, got, tc.want)
+		}
+	}
+	// A run longer than ResetAfter starts the count again, as for a crash.
+	if d, next := ProbeKillDelay(p, BackoffState{Restarts: 5}, base, base.Add(700*time.Second), &ContainerRecord{FinishedAt: base.Add(-5 * time.Second)}); d != 0 || next.Restarts != 1 {
+		t.Errorf("after a long run: delay %v, restarts %d; want 0 and 1", d, next.Restarts)
 	}
 }

@@ -146,6 +146,7 @@ func (w *worker) killUnhealthy(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonKilling, "%s", msg)
 	w.log.Info("killing unhealthy container", "container", c.Name, "probe", kind, "grace", grace)
+	w.probeKilled[r.ID] = true
 	if err := w.m.rt.StopContainer(ctx, r.ID, grace); err != nil {
 		w.log.Warn("stop unhealthy container", "container", c.Name, "err", err)
 	}

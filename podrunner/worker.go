@@ -38,15 +38,16 @@ type worker struct {
 	terminate bool
 
 	// Owned by the worker goroutine only.
-	startTime  time.Time
-	restarts   map[string]*restartMemo // container name -> backoff memory
-	pulls      map[string]*retryMemo   // image -> pull backoff memory
-	configErrs map[string]*retryMemo   // container name -> start failures nothing was kept of
-	interrupts map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
-	killedByUs map[string]bool         // instances podkeeper stopped itself: no backoff charged
-	reported   map[string]bool         // exited instances whose BackOff event was recorded
-	imgWaiting map[string]Waiting      // container name -> pull or config problem, until it starts
-	rejected   string                  // admission refusal reason last reported (admission.go)
+	startTime   time.Time
+	restarts    map[string]*restartMemo // container name -> backoff memory
+	pulls       map[string]*retryMemo   // image -> pull backoff memory
+	configErrs  map[string]*retryMemo   // container name -> start failures nothing was kept of
+	interrupts  map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
+	killedByUs  map[string]bool         // instances podkeeper stopped itself: no backoff charged
+	probeKilled map[string]bool         // instances stopped for a failed liveness or startup probe (ProbeKillDelay)
+	reported    map[string]bool         // exited instances whose BackOff event was recorded
+	imgWaiting  map[string]Waiting      // container name -> pull or config problem, until it starts
+	rejected    string                  // admission refusal reason last reported (admission.go)
 	// deadline.go: the start taken from the pod's sandbox once; the active deadline passed.
 	startAdopted, deadlineHit bool
 }
@@ -68,21 +69,22 @@ type retryMemo struct {
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
 	return &worker{
-		m:          m,
-		uid:        pod.UID,
-		fullName:   pod.Namespace + "/" + pod.Name,
-		log:        m.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID)),
-		wakeC:      make(chan struct{}, 1),
-		done:       make(chan struct{}),
-		desired:    pod,
-		startTime:  time.Now(),
-		restarts:   map[string]*restartMemo{},
-		pulls:      map[string]*retryMemo{},
-		configErrs: map[string]*retryMemo{},
-		interrupts: map[string]*retryMemo{},
-		killedByUs: map[string]bool{},
-		reported:   map[string]bool{},
-		imgWaiting: map[string]Waiting{},
+		m:           m,
+		uid:         pod.UID,
+		fullName:    pod.Namespace + "/" + pod.Name,
+		log:         m.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID)),
+		wakeC:       make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		desired:     pod,
+		startTime:   time.Now(),
+		restarts:    map[string]*restartMemo{},
+		pulls:       map[string]*retryMemo{},
+		configErrs:  map[string]*retryMemo{},
+		interrupts:  map[string]*retryMemo{},
+		killedByUs:  map[string]bool{},
+		probeKilled: map[string]bool{},
+		reported:    map[string]bool{},
+		imgWaiting:  map[string]Waiting{},
 	}
 }
 
@@ -189,6 +191,7 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 		}
 	}
 	forgetGone(w.killedByUs, recs)
+	forgetGone(w.probeKilled, recs)
 	forgetGone(w.reported, recs)
 	return NewPodView(recs), nil
 }
@@ -257,6 +260,13 @@ func (w *worker) gate(v PodView, now time.Time) RestartGate {
 			continue
 		}
 		delay, next := w.m.cfg.Backoff.Next(memo.state, latest.StartedAt, finished)
+		if w.probeKilled[latest.ID] {
+			var prev *ContainerRecord
+			if len(rs) > 1 && rs[1].State == StateExited {
+				prev = &rs[1]
+			}
+			delay, next = ProbeKillDelay(w.m.cfg.Backoff, memo.state, latest.StartedAt, finished, prev)
+		}
 		memo.state = next
 		memo.notBefore = finished.Add(delay)
 	}

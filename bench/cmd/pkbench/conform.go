@@ -356,6 +356,9 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 				lastPK[name], lastKB[name] = ps[name], ks[name]
 				noteSeen(seenPK, sc.name, ps[name])
 				noteSeen(seenKB, sc.name, ks[name])
+				if o.scenarios != "" { // a focused look: each sample's containers, side by side
+					fmt.Printf("%s +%2.0fs  podkeeper %-40s  kubelet %s\n", sc.name, settle.Seconds()-time.Until(deadline).Seconds(), brief(ps[name]), brief(ks[name]))
+				}
 			}
 			if time.Now().After(deadline) {
 				break
@@ -424,6 +427,28 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		return os.WriteFile(o.out, []byte(md), 0o644)
 	}
 	return nil
+}
+
+// brief is a pod's phase and each container's restart count and state, for a focused run's
+// timeline: "Running side:1/run c:0/wait(CrashLoopBackOff)".
+func brief(p *corev1.Pod) string {
+	if p == nil {
+		return "-"
+	}
+	out := string(p.Status.Phase)
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		st := "?"
+		switch {
+		case cs.State.Running != nil:
+			st = "run"
+		case cs.State.Terminated != nil:
+			st = fmt.Sprintf("exit(%d)", cs.State.Terminated.ExitCode)
+		case cs.State.Waiting != nil:
+			st = "wait(" + cs.State.Waiting.Reason + ")"
+		}
+		out += fmt.Sprintf(" %s:%d/%s", cs.Name, cs.RestartCount, st)
+	}
+	return out
 }
 
 // pickScenarios is the scenarios of all named in list (comma separated), in all's order.
