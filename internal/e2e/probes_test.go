@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 // freePort returns a TCP port on 127.0.0.1 nothing listens on (hostNetwork pods use it).
@@ -93,6 +95,40 @@ func TestProbeExecLivenessRestarts(t *testing.T) {
 	}
 	a.waitEvent(10*time.Second, "Warning", "Unhealthy", `Liveness probe failed: cat: can't open '/tmp/healthy': No such file or directory`)
 	a.waitEvent(10*time.Second, "Normal", "Killing", "Container app failed liveness probe, will be restarted")
+}
+
+// Restarts after liveness kills are paced as the kubelet paces them (ProbeKillDelay): the second
+// comes at once after its kill, where a crash's back-off would wait 10 s.
+func TestProbeKillRestartPacing(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-killpace")
+	a.write("pace.yaml", podYAML("pace", "Always", 1, "",
+		shContainer("app", "exec sleep 3600", `    livenessProbe:
+      exec:
+        command: ["false"]
+      periodSeconds: 1
+      failureThreshold: 1
+      terminationGracePeriodSeconds: 1
+`)))
+	p := a.waitPod(90*time.Second, "pace-e2e", "restarted twice by its liveness probe", func(p *corev1.Pod) bool {
+		return status(p, "app").RestartCount >= 2
+	})
+	var first, second podrunner.ContainerRecord
+	for _, r := range a.records(string(p.UID)) {
+		switch r.Attempt {
+		case 1:
+			first = r
+		case 2:
+			second = r
+		}
+	}
+	if first.FinishedAt.IsZero() || second.StartedAt.IsZero() {
+		t.Fatalf("instances 1 and 2 not both kept: %+v %+v", first, second)
+	}
+	// At once: well under the 10 s a crash would wait (a loaded machine may take seconds).
+	if gap := second.StartedAt.Sub(first.FinishedAt); gap >= 8*time.Second {
+		t.Errorf("second restart %v after the first kill, want at once (the kubelet's pacing of probe kills)", gap)
+	}
 }
 
 // An httpGet readiness probe against busybox httpd: Ready flips false when the file is removed
