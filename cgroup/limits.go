@@ -142,8 +142,9 @@ func ContainerResources(pod *corev1.Pod, c *corev1.Container) Resources {
 
 // PodResources are the limits of a pod's cgroup, as the kubelet computes them: shares from the
 // pod's CPU request (PodRequests); a CPU quota and a memory limit only when every container, init
-// containers included, has that limit (otherwise the pod is unbounded for it); the pod's effective values count an init
-// container alone when it needs more than all app containers together. Pod-level limits
+// containers included, has that limit (otherwise the pod is unbounded for it); the pod's
+// effective values count an init container alone when it needs more than all app containers
+// together. Pod-level limits
 // (spec.resources), where set, are the pod's CPU quota, memory and hugepages limits. The pod's
 // overhead (spec.overhead) is added to its CPU request and to the CPU and memory limits it has.
 // BestEffort pods get 2 shares. pidsLimit (podPidsLimit, 0 = none) bounds the whole pod.

@@ -53,14 +53,14 @@ func (w *worker) adoptStartTime(v PodView) {
 // none), for the worker to wake up then.
 func (w *worker) deadlineHold(ctx context.Context, pod *corev1.Pod, v PodView, now time.Time) (bool, time.Time) {
 	if !w.deadlineHit {
+		past, at := PastActiveDeadline(pod, w.startTime, now)
+		if !past {
+			return false, at
+		}
 		if ph := PodPhase(pod, v); ph == corev1.PodSucceeded || ph == corev1.PodFailed {
 			// Over before its deadline: a finished pod keeps its own end (the kubelet never moves
 			// a pod out of a terminal phase).
 			return false, time.Time{}
-		}
-		past, at := PastActiveDeadline(pod, w.startTime, now)
-		if !past {
-			return false, at
 		}
 		w.deadlineHit = true
 		w.log.Warn("pod past its active deadline: stopping it", "activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds, "started", w.startTime)

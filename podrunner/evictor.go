@@ -35,8 +35,9 @@ type EvictionConfig struct {
 	// signal; nil: nothing to reclaim.
 	Reclaim func(ctx context.Context) error
 	// LocalStorage reads what a pod wrote, for its local storage limits (LocalStorageViolation):
-	// what cannot be read is left out of the usage (not checked); false when nothing is known. Nil: local storage limits are not enforced. It is called only for pods
-	// with such a limit (HasLocalStorageLimit).
+	// what cannot be read is left out of the usage (not checked); false when nothing is known.
+	// Nil: local storage limits are not enforced. It is called only for pods with such a limit
+	// (HasLocalStorageLimit).
 	LocalStorage func(pod *corev1.Pod) (LocalStorageUsage, bool)
 	// Release frees an evicted pod's local volumes (its emptyDir volumes: the kubelet tears down
 	// the volumes of a pod that is over) once its containers have stopped; idempotent. Nil:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/node/util/sysctl"
@@ -85,6 +86,12 @@ func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
 	return a, nil
 }
 
+// defaultSysctls is the allowlist of a nil *SysctlAllowlist: the safe sysctls of any kernel.
+var defaultSysctls = sync.OnceValue(func() *SysctlAllowlist {
+	a, _ := NewSysctlAllowlist(SafeSysctls(1<<30, 0)) // safe sysctls are all namespaced
+	return a
+})
+
 // AdmitSysctls decides a pod's sysctls as the kubelet's allowlist admits them; on refusal it
 // returns reason SysctlForbidden and the kubelet's message. Pure.
 func (a *SysctlAllowlist) AdmitSysctls(pod *corev1.Pod) (ok bool, reason, message string) {
@@ -93,7 +100,7 @@ func (a *SysctlAllowlist) AdmitSysctls(pod *corev1.Pod) (ok bool, reason, messag
 		return true, "", ""
 	}
 	if a == nil {
-		a, _ = NewSysctlAllowlist(SafeSysctls(1<<30, 0))
+		a = defaultSysctls()
 	}
 	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
 	for _, s := range sc.Sysctls {

@@ -42,9 +42,7 @@ func memTotal(t *testing.T) int64 {
 // the critical one; MemoryPressure shows in describe node. With the threshold lowered again
 // (the agent restarted with new flags, adopting its pods) the evicted static pods run again.
 func TestEvictionMemoryPressure(t *testing.T) {
-	parent := fmt.Sprintf("pke-evict-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	privateCgroupParent(t, "pke-evict")
 	a := startAgentAt(t, "pk-e2e-evict", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s")
 	hold := func(bytes int) string {
 		return fmt.Sprintf("x=$(head -c %d /dev/zero | tr '\\000' a); echo ready; sleep 3600", bytes)
@@ -134,9 +132,7 @@ func pidAvailable(t *testing.T) int64 {
 // processes are gone the condition clears and podkeeper starts the evicted static pod again, in
 // the same agent process.
 func TestEvictionPIDPressureComesBack(t *testing.T) {
-	parent := fmt.Sprintf("pke-evpid-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	privateCgroupParent(t, "pke-evpid")
 	threshold := pidAvailable(t) - 1500
 	a := startAgentAt(t, "pk-e2e-evpid", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s",
 		"--eviction-hard", fmt.Sprintf("pid.available<%d", threshold))
@@ -195,9 +191,7 @@ func TestEvictionPIDPressureComesBack(t *testing.T) {
 // (the evicted pods are not started again at its restart); with the threshold back to normal they
 // all run again.
 func TestEvictionDiskPressureRemembered(t *testing.T) {
-	parent := fmt.Sprintf("pke-evdisk-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	privateCgroupParent(t, "pke-evdisk")
 	ns := "pk-e2e-evdisk"
 	a := startAgentAt(t, ns, env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s",
 		"--image-minimum-gc-age", "0s")
@@ -297,9 +291,7 @@ func TestEvictionDiskPressureRemembered(t *testing.T) {
 // A soft threshold acts only once it has been met for its grace period: MemoryPressure turns True
 // at once, the pod is evicted no sooner than the grace period later.
 func TestEvictionSoftThresholdWaitsForGrace(t *testing.T) {
-	parent := fmt.Sprintf("pke-evsoft-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	privateCgroupParent(t, "pke-evsoft")
 	a := startAgentAt(t, "pk-e2e-evsoft", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-pressure-transition-period", "2s")
 	a.write("be.yaml", podYAML("be", "Always", 1, "", shContainer("be", "sleep 3600", "")))
 	a.waitPod(60*time.Second, "be-"+node, "be running", running)
@@ -452,9 +444,7 @@ func (a *agent) waitEvicted(timeout time.Duration, what string, done func(map[st
 // critical pod over them are not. The evicted pod's emptyDir is freed at once, and the pod starts
 // again after its backoff with an empty one.
 func TestEvictionLocalStorageLimits(t *testing.T) {
-	parent := fmt.Sprintf("pke-evls-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	privateCgroupParent(t, "pke-evls")
 	a := startAgentAt(t, "pk-e2e-evls", env.Address, "--eviction-monitoring-interval", "1s", "--eviction-hard", "")
 	hostVol, hostMount, hostPath := hostDir(t)
 	// dd writes real blocks; sync makes the usage visible to the block counts at once.

@@ -16,9 +16,7 @@ import (
 // `top pods` with its usage and in `describe node`; the agent's pod cgroups live under a parent
 // unique to this test and are gone with the pods.
 func TestResourcesOOMKilledTopAndNode(t *testing.T) {
-	parent := fmt.Sprintf("pke-res-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) }) // runs after the agent's cleanup
+	parent := privateCgroupParent(t, "pke-res")
 	a := startAgent(t, "pk-e2e-res")
 	limits := "    resources:\n      limits:\n        memory: 32Mi\n"
 	a.write("hog.yaml", podYAML("hog", "Never", 1, "", shContainer("hog", "head -c 128m /dev/zero | tail", limits)))
@@ -71,6 +69,15 @@ func hasPodDir(entries []os.DirEntry) bool {
 }
 
 // removeCgroupParent removes the test's cgroup tree from every v1 controller (bottom-up rmdir).
+// privateCgroupParent gives the agents this test starts a cgroup parent of their own (prefix-<n>),
+// removed when the test ends (after the agents' own clean-up, which t.Cleanup runs first).
+func privateCgroupParent(t *testing.T, prefix string) string {
+	parent := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
+	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	return parent
+}
+
 func removeCgroupParent(t testing.TB, parent string) {
 	ctrls, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, c := range ctrls {
@@ -130,9 +137,7 @@ func TestSystemdDriverWithoutSystemdFailsAtStart(t *testing.T) {
 // them), its cgroup and its container without limits of its own are held to them, and the
 // downward API gives that container the pod's limit.
 func TestPodLevelResources(t *testing.T) {
-	parent := fmt.Sprintf("pke-plr-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	parent := privateCgroupParent(t, "pke-plr")
 	a := startAgent(t, "pk-e2e-plr")
 	a.write("plr.yaml", podYAML("plr", "Always", 1, "  resources:\n    limits:\n      cpu: 500m\n      memory: 64Mi\n",
 		shContainer("c", "echo mem=$MEM; sleep 3600", "    env:\n    - name: MEM\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.memory\n          divisor: 1Mi\n")))
@@ -175,9 +180,7 @@ func TestPodLevelResources(t *testing.T) {
 // (shares) and to the CPU and memory limits the pod has; the container's own cgroup keeps its own
 // limit.
 func TestPodOverhead(t *testing.T) {
-	parent := fmt.Sprintf("pke-ovh-%d", time.Now().UnixNano())
-	t.Setenv("PODKEEPER_CGROUP_PARENT", parent)
-	t.Cleanup(func() { removeCgroupParent(t, parent) })
+	parent := privateCgroupParent(t, "pke-ovh")
 	a := startAgent(t, "pk-e2e-overhead")
 	a.write("ovh.yaml", podYAML("ovh", "Always", 1, "  overhead:\n    cpu: 100m\n    memory: 16Mi\n",
 		shContainer("c", "sleep 3600", "    resources:\n      limits:\n        cpu: 200m\n        memory: 32Mi\n")))
