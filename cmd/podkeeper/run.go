@@ -223,7 +223,12 @@ func runAgent(c *cli.Context) error {
 		}
 	}()
 
+	capacity, allocatable, err := nodeResources(c)
+	if err != nil {
+		return err
+	}
 	rt, err := runtime.Connect(ctx, runtime.Config{
+		Allocatable:       allocatable,
 		Cgroups:           cgroups,
 		Address:           address,
 		Namespace:         c.String("containerd-namespace"),
@@ -248,10 +253,6 @@ func runAgent(c *cli.Context) error {
 	log.Info("connected to containerd", "address", address, "namespace", c.String("containerd-namespace"))
 	rt.ImportDir(ctx)
 
-	capacity, allocatable, err := nodeResources(c)
-	if err != nil {
-		return err
-	}
 	backend.setNode(capacity, allocatable)
 	mcfg := podrunner.Config{NodeName: node, LogDir: c.String("log-dir"), HostIP: hostIP(), Logger: log, Resync: c.Duration("sync-frequency"),
 		EvictionState: filepath.Join(root, "evictions.json"), RecursiveReadOnly: rt.RecursiveReadOnly(),

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podkeeper/podkeeper/internal/ociimage"
@@ -228,6 +230,36 @@ func TestHostnameOverride(t *testing.T) {
 	a.eventually(20*time.Second, "the override is the hostname", func() (bool, string) {
 		out, err := a.cli("logs", "h-"+node)
 		return err == nil && strings.Contains(out, "name=edge-gw.example.com file=edge-gw.example.com\n1\n"), out
+	})
+}
+
+// What a container sees inside is what containerd's CRI gives a kubelet's container (make
+// conformance's inside-* scenarios compare them): HOSTNAME set, the runtime's open-file limit
+// (not the containerd client's 1024), the image's /run (no tmpfs), its own cgroup at
+// /sys/fs/cgroup with its memory limit, and a medium: Memory emptyDir sized by the pod's limit
+// with the mode of a fresh tmpfs; a volume listed before the one it is nested in stays visible.
+func TestContainerInsideAsTheCRI(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-inside")
+	a.write("in.yaml", podYAML("in", "Always", 1, "  volumes:\n  - name: m\n    emptyDir:\n      medium: Memory\n  - name: outer\n    emptyDir: {}\n  - name: inner\n    emptyDir: {}\n",
+		shContainer("c", "echo host=$HOSTNAME nofile=$(ulimit -Hn) run=$(grep -c ' /run ' /proc/self/mounts)"+
+			" cglimit=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)"+
+			" m=$(stat -c %a /m) msize=$(df -k /m | tail -1 | awk '{print $2}') mounted=$(grep -o ' /data[^ ]*' /proc/self/mounts | tr -d ' ' | tr '\\n' ,); sleep 3600",
+			"    resources:\n      limits:\n        memory: 32Mi\n    volumeMounts:\n    - name: m\n      mountPath: /m\n"+
+				"    - name: inner\n      mountPath: /data/sub\n    - name: outer\n      mountPath: /data\n")))
+	a.waitPod(60*time.Second, "in-"+node, "in running", running)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	nofile := strconv.FormatUint(lim.Max, 10) // containerd, started by the test, has its hard limit
+	if lim.Max == unix.RLIM_INFINITY {
+		nofile = "unlimited"
+	}
+	want := fmt.Sprintf("host=in-%s nofile=%s run=0 cglimit=%d m=1777 msize=%d mounted=/data,/data/sub,\n", node, nofile, 32<<20, 32<<10)
+	a.eventually(20*time.Second, "the container's inside", func() (bool, string) {
+		out, err := a.cli("logs", "in-"+node)
+		return err == nil && out == want, fmt.Sprintf("%q, want %q", out, want)
 	})
 }
 

@@ -60,6 +60,10 @@ type Config struct {
 	// (the others wait their turn; a container created ahead of its sandbox no longer counts
 	// while it waits for it); 0: DefaultMaxParallelStarts(); negative: no bound.
 	MaxParallelStarts int
+	// Allocatable is the node's allocatable resources (capacity less reservations and the hard
+	// eviction threshold): what a downward-API limit without a container or pod limit reads, and
+	// what bounds a medium: Memory emptyDir, as with the kubelet. nil: the host's capacity.
+	Allocatable corev1.ResourceList
 }
 
 // DefaultMaxParallelStarts is 4 per CPU, at least 8. Measured on 2 cores with 110 pods written
@@ -119,6 +123,10 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.collectLogs = true
 	r.rro = detectRecursiveReadOnly(ctx, r.log)
 	if err := r.prepareSandboxRootfs(); err != nil {
+		r.client.Close()
+		return nil, err
+	}
+	if err := preparePodsDir(r.cfg.RootDir); err != nil {
 		r.client.Close()
 		return nil, err
 	}
@@ -336,6 +344,19 @@ func (r *Runtime) podUID(ctx context.Context, id string) string {
 
 // sandboxRootfs is the read-only root of every sandbox: just the pause binary.
 func (r *Runtime) sandboxRootfs() string { return filepath.Join(r.cfg.RootDir, "sandbox", "rootfs") }
+
+// preparePodsDir makes <root>/pods, where the pods' volumes live (secrets among them), closed
+// to other users of the host: mode 0750 as the kubelet's own pods directory.
+func preparePodsDir(root string) error {
+	dir := filepath.Join(root, "pods")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("prepare pods dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		return fmt.Errorf("prepare pods dir: %w", err)
+	}
+	return nil
+}
 
 func (r *Runtime) prepareSandboxRootfs() error {
 	root := r.sandboxRootfs()
@@ -601,7 +622,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	if err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
-	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}))
+	specOpts = append(specOpts, oci.WithMounts([]specs.Mount{termMount}), withMountsInDepthOrder)
 	tPrep := time.Now()
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(image),
@@ -765,7 +786,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e) }, fileKeyLookup(r.cfg.RootDir, pod))
+	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e, r.nodeAllocatable()) }, fileKeyLookup(r.cfg.RootDir, pod))
 	if err != nil {
 		return nil, err // the kubelet's message as is: CreateContainerConfigError
 	}
@@ -806,7 +827,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		}
 		imageDirs[v.Name] = dir
 	}
-	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.rro, vars, imageDirs)
+	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.nodeAllocatable(), r.rro, vars, imageDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -815,11 +836,14 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		oci.WithImageConfig(image), // user, and defaults later overridden below
 		oci.WithProcessArgs(args...),
 		oci.WithProcessCwd(cwd),
-		withEnv(MergeEnv(cfg.Env, env)),
+		withEnv(MergeEnv(WithHostnameEnv(cfg.Env, r.envHostname(pod)), env)),
+	}
+	opts = append(opts, containerMountDefaults(ctr)...)
+	opts = append(opts,
 		oci.WithMounts(append(podFiles, vols...)),
 		withRootfsPropagation(rootfsPropagation),
 		oci.WithAnnotations(map[string]string{shimGroupAnnotation: req.Sandbox.ID}),
-	}
+	)
 	opts = append(opts, r.hostnameOpts(pod)...)
 	sec, err := securityOpts(r.cfg.RootDir, pod, ctr, cfg.User)
 	if err != nil {
@@ -887,8 +911,9 @@ func withEnv(env []string) oci.SpecOpts {
 }
 
 // resolveEnvSource resolves the downward-API sources (fieldRef, resourceFieldRef) podkeeper
-// knows without other documents. An unresolvable one is empty.
-func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar) string {
+// knows without other documents; nodeAlloc is what a limit neither the container nor the pod
+// sets reads. An unresolvable one is empty.
+func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar, nodeAlloc corev1.ResourceList) string {
 	switch {
 	case e.ValueFrom.FieldRef != nil:
 		v, _ := FieldRefValue(pod, e.ValueFrom.FieldRef.FieldPath)
@@ -898,7 +923,7 @@ func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar) s
 		if ref.ContainerName == "" {
 			ref.ContainerName = ctr.Name
 		}
-		v, _ := ResourceFieldValue(pod, &ref, hostAllocatable())
+		v, _ := ResourceFieldValue(pod, &ref, nodeAlloc)
 		return v
 	}
 	return ""

@@ -63,10 +63,12 @@ func PodHostnameAndFQDN(pod *corev1.Pod, clusterDomain string) (hostname, fqdn s
 
 // HostsFile renders a pod's /etc/hosts as the kubelet does. A pod with its own network gets
 // localhost entries, a line for each pod IP with its FQDN (when it has a subdomain) and hostname,
-// then its hostAliases. A hostNetwork pod gets the host's file plus its hostAliases. Pure.
+// then its hostAliases. A hostNetwork pod gets the kubelet's header for it, the host's file and
+// its hostAliases. Pure.
 func HostsFile(pod *corev1.Pod, podIPs []string, hostname, fqdn string, hostHosts []byte) []byte {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
+		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
 		b.Write(hostHosts)
 		if len(hostHosts) > 0 && hostHosts[len(hostHosts)-1] != '\n' {
 			b.WriteByte('\n')

@@ -216,7 +216,7 @@ func TestHostsFile(t *testing.T) {
 		p.Spec.HostAliases = []corev1.HostAlias{{IP: "9.9.9.9", Hostnames: []string{"nine"}}}
 	})
 	got = string(HostsFile(hostNet, nil, "node1", "", []byte("127.0.0.1 localhost\n192.168.1.5 node1")))
-	if got != "127.0.0.1 localhost\n192.168.1.5 node1\n\n# Entries added by HostAliases.\n9.9.9.9\tnine\n" {
+	if got != "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n192.168.1.5 node1\n\n# Entries added by HostAliases.\n9.9.9.9\tnine\n" {
 		t.Fatalf("hostNetwork hosts file:\n%s", got)
 	}
 }

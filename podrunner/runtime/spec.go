@@ -203,7 +203,7 @@ func sandboxRefusal(pod *corev1.Pod) error {
 //
 // A subPath (or a subPathExpr, expanded from env: the container's environment) is resolved
 // without leaving its volume and bind-mounted onto a path podkeeper owns (subpath.go).
-func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, rroSupported bool, env map[string]string, imageDirs map[string]string) ([]specs.Mount, string, error) {
+func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podrunner.ConfigLookup, nodeAlloc corev1.ResourceList, rroSupported bool, env map[string]string, imageDirs map[string]string) ([]specs.Mount, string, error) {
 	vols := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -222,7 +222,7 @@ func volumeMounts(root string, pod *corev1.Pod, c *corev1.Container, lookup podr
 			if src, ro = imageDirs[v.Name], true; src == "" {
 				return nil, "", fmt.Errorf("volume %q: image volume not mounted", v.Name)
 			}
-		} else if src, ro, err = prepareVolume(root, pod, v, lookup, hostAllocatable()); err != nil {
+		} else if src, ro, err = prepareVolume(root, pod, v, lookup, nodeAlloc); err != nil {
 			return nil, "", err
 		}
 		sub := vm.SubPath

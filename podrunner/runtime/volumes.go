@@ -26,10 +26,11 @@ import (
 //
 //	empty-dir/   emptyDir (a directory; medium Memory: a tmpfs, sized by sizeLimit; medium
 //	             HugePages[-<size>]: hugetlbfs, hugepages.go)
-//	configmap/   configMap   ─┐ written by the atomic writer: files in a timestamped dir, a
-//	secret/      secret (tmpfs) ├ "..data" symlink to it, and one symlink per top-level entry;
-//	downward-api/ downwardAPI  │ an update writes a new dir and swaps "..data" in one rename,
-//	projected/   projected (tmpfs) ┘ as the kubelet does, so readers never see half an update.
+//	configmap/    configMap          ─┐ written by the atomic writer: files in a timestamped
+//	secret/       secret (tmpfs)      │ dir, a "..data" symlink to it, and one symlink per
+//	downward-api/ downwardAPI (tmpfs) │ top-level entry; an update writes a new dir and swaps
+//	projected/    projected (tmpfs)  ─┘ "..data" in one rename, as the kubelet does, so readers
+//	                                    never see half an update.
 //
 // configMap, secret, downwardAPI and projected volumes are mounted read-only, as the kubelet does.
 // RemovePodFiles unmounts every tmpfs under the pod dir before deleting it.
@@ -61,7 +62,7 @@ func volumeKind(v *corev1.Volume) (kind string, atomic, tmpfs bool, err error) {
 	case v.Secret != nil:
 		return volSecret, true, true, nil
 	case v.DownwardAPI != nil:
-		return volDownward, true, false, nil
+		return volDownward, true, true, nil
 	case v.Projected != nil:
 		return volProjected, true, true, nil
 	case v.HostPath != nil:
@@ -678,8 +679,8 @@ func setUpVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrunne
 	}
 	if tmpfs {
 		var size int64
-		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
-			size = v.EmptyDir.SizeLimit.Value()
+		if v.EmptyDir != nil {
+			size = MemoryEmptyDirSize(pod, v.EmptyDir.SizeLimit, nodeAlloc.Memory().Value())
 		}
 		if err := ensureTmpfs(dir, size); err != nil {
 			return "", false, err
@@ -689,14 +690,12 @@ func setUpVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrunne
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return "", false, err
 		}
-		mode := os.FileMode(0o777)
 		if gid >= 0 {
 			if err := os.Chown(dir, -1, gid); err != nil {
 				return "", false, fmt.Errorf("fsGroup: %w", err)
 			}
-			mode |= os.ModeSetgid
 		}
-		if err := os.Chmod(dir, mode); err != nil {
+		if err := os.Chmod(dir, volumeRootMode(tmpfs, gid)); err != nil {
 			return "", false, err
 		}
 		return dir, false, nil
@@ -711,7 +710,43 @@ func setUpVolume(root string, pod *corev1.Pod, v *corev1.Volume, lookup podrunne
 	if gid >= 0 {
 		_ = os.Chown(dir, -1, gid)
 	}
+	if err := os.Chmod(dir, volumeRootMode(tmpfs, gid)); err != nil {
+		return "", false, err
+	}
 	return dir, true, nil
+}
+
+// MemoryEmptyDirSize is the size of a medium: Memory emptyDir's tmpfs, as the kubelet sizes it:
+// the least of the node's allocatable memory, the pod's memory limit (its cgroup's, when it has
+// one) and the volume's sizeLimit, each counted when above zero; 0 (the kernel's default, half
+// the RAM) when none is. Pure.
+func MemoryEmptyDirSize(pod *corev1.Pod, sizeLimit *resource.Quantity, nodeAllocatable int64) int64 {
+	size := int64(0)
+	least := func(v int64) {
+		if v > 0 && (size == 0 || v < size) {
+			size = v
+		}
+	}
+	least(nodeAllocatable)
+	least(cgroup.PodResources(pod, 0).Memory)
+	if sizeLimit != nil {
+		least(sizeLimit.Value())
+	}
+	return size
+}
+
+// volumeRootMode is the mode of a volume's top directory as the kubelet leaves it (its
+// configMap, secret, downwardAPI and projected volumes sit in an emptyDir too): rwx for all, the
+// sticky bit a fresh tmpfs has (the kubelet keeps it), setgid with an fsGroup. Pure.
+func volumeRootMode(tmpfs bool, fsGroup int) os.FileMode {
+	mode := os.FileMode(0o777)
+	if tmpfs {
+		mode |= os.ModeSticky
+	}
+	if fsGroup >= 0 {
+		mode |= os.ModeSetgid
+	}
+	return mode
 }
 
 // refreshVolumes rewrites the configMap, secret, downwardAPI and projected volumes of pod that
@@ -756,6 +791,9 @@ func (r *Runtime) RefreshVolumes(pod *corev1.Pod, lookup podrunner.ConfigLookup)
 // nodeAllocatable is what a container without limits may use: the machine's CPUs and memory
 // (resourceFieldRef limits default to it, as the kubelet's node allocatable).
 func (r *Runtime) nodeAllocatable() corev1.ResourceList {
+	if r.cfg.Allocatable != nil {
+		return r.cfg.Allocatable
+	}
 	return hostAllocatable()
 }
 

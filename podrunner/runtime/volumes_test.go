@@ -344,3 +344,53 @@ func TestExpandSubPathExpr(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryEmptyDirSize(t *testing.T) {
+	mi := func(n int64) int64 { return n << 20 }
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	withLimit := func(limit string) *corev1.Pod {
+		c := corev1.Container{Name: "c"}
+		if limit != "" {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}
+		}
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	}
+	cases := []struct {
+		name      string
+		pod       *corev1.Pod
+		sizeLimit *resource.Quantity
+		alloc     int64
+		want      int64
+	}{
+		{"nothing known: the kernel's default", withLimit(""), nil, 0, 0},
+		{"node allocatable", withLimit(""), nil, mi(4096), mi(4096)},
+		{"the pod's limit under it", withLimit("64Mi"), nil, mi(4096), mi(64)},
+		{"a smaller sizeLimit", withLimit("64Mi"), q("16Mi"), mi(4096), mi(16)},
+		{"a sizeLimit above the pod's limit is cut to it", withLimit("64Mi"), q("1Gi"), mi(4096), mi(64)},
+		{"a sizeLimit without other bounds", withLimit(""), q("8Mi"), 0, mi(8)},
+		{"a zero sizeLimit counts as none", withLimit(""), q("0"), mi(100), mi(100)},
+	}
+	for _, c := range cases {
+		if got := MemoryEmptyDirSize(c.pod, c.sizeLimit, c.alloc); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestVolumeRootMode(t *testing.T) {
+	cases := []struct {
+		tmpfs bool
+		gid   int
+		want  os.FileMode
+	}{
+		{false, -1, 0o777},
+		{true, -1, 0o777 | os.ModeSticky},
+		{false, 4000, 0o777 | os.ModeSetgid},
+		{true, 4000, 0o777 | os.ModeSticky | os.ModeSetgid},
+	}
+	for _, c := range cases {
+		if got := volumeRootMode(c.tmpfs, c.gid); got != c.want {
+			t.Errorf("volumeRootMode(%v, %d) = %v, want %v", c.tmpfs, c.gid, got, c.want)
+		}
+	}
+}

@@ -133,6 +133,39 @@ var scenarios = []scenario{
 	{"hostpath-create", "a hostPath volume of type DirectoryOrCreate that does not exist yet", podDoc("cf-hostcreate", "Always", "  volumes:\n  - name: h\n    hostPath:\n      path: "+hostCreateDir+"/x\n      type: DirectoryOrCreate\n",
 		sh("c", sleeper)+"    volumeMounts:\n    - name: h\n      mountPath: /h\n")},
 	{"readonly-rootfs", "readOnlyRootFilesystem, a write to / that fails, exit with its status under Never", podDoc("cf-rorootfs", "Never", "", sh("c", "touch /x")+"    securityContext:\n      readOnlyRootFilesystem: true\n")},
+	// What a container sees inside (its termination message carries it), compared as the kubelet's
+	// users would notice a move: environment, identity, capabilities, limits, files it is given.
+	{"inside-env", "what a default container sees: its environment, hostname, working directory, umask and id (printed to its termination message)", podDoc("cf-inenv", "Never", "", sh("c", "{ env | sort; hostname; pwd; umask; id; } > /dev/termination-log; sleep 2"))},
+	{"inside-caps", "a default container's capabilities, no_new_privs and seccomp mode", podDoc("cf-incaps", "Never", "", sh("c", "grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status > /dev/termination-log; sleep 2"))},
+	{"inside-caps-changed", "capabilities added (NET_ADMIN, SYS_TIME) and dropped (CHOWN, NET_RAW), allowPrivilegeEscalation false", podDoc("cf-incapsch", "Never", "", sh("c", "grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status > /dev/termination-log; sleep 2")+
+		"    securityContext:\n      allowPrivilegeEscalation: false\n      capabilities:\n        add: [NET_ADMIN, SYS_TIME]\n        drop: [CHOWN, NET_RAW]\n")},
+	{"inside-caps-drop-all", "capabilities drop ALL, add NET_BIND_SERVICE, run as user 1000", podDoc("cf-incapsall", "Never", "", sh("c", "{ grep -E '^(Cap|NoNewPrivs)' /proc/self/status; id; } > /dev/termination-log; sleep 2")+
+		"    securityContext:\n      runAsUser: 1000\n      capabilities:\n        drop: [ALL]\n        add: [NET_BIND_SERVICE]\n")},
+	{"inside-privileged", "a privileged container: capabilities, seccomp, and whether it sees the host's devices and writable /sys", podDoc("cf-inpriv", "Never", "", sh("c", "{ grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; ls -d /dev/kmsg /dev/mem 2>&1; grep -E ' /sys | /proc/sys ' /proc/self/mounts | cut -d' ' -f2-4; } > /dev/termination-log; sleep 2")+
+		"    securityContext:\n      privileged: true\n")},
+	{"inside-groups", "runAsUser 1000, runAsGroup 2000, supplementalGroups [3000], fsGroup 4000: its id, and the owner and mode of an emptyDir and of a file made in it", podDoc("cf-ingroups", "Never",
+		"  securityContext:\n    runAsUser: 1000\n    runAsGroup: 2000\n    supplementalGroups: [3000]\n    fsGroup: 4000\n  volumes:\n  - name: v\n    emptyDir: {}\n",
+		sh("c", "{ id; stat -c '%u %g %a' /v; touch /v/f; stat -c '%u %g %a' /v/f; grep -E '^CapEff' /proc/self/status; } > /dev/termination-log; sleep 2")+"    volumeMounts:\n    - name: v\n      mountPath: /v\n")},
+	{"inside-rlimits", "a default container's resource limits (ulimit -a)", podDoc("cf-inrlim", "Never", "", sh("c", "ulimit -a > /dev/termination-log; sleep 2"))},
+	{"inside-files", "a default container's /etc/hosts (addresses masked), /etc/resolv.conf and /etc/hostname", podDoc("cf-infiles", "Never", "", sh("c", "{ sed -E 's/[0-9]+([.][0-9]+){3}/IP/g; s/[0-9a-f]*:[0-9a-f:]+/IP6/g' /etc/hosts; echo ---; cat /etc/resolv.conf; echo ---; cat /etc/hostname; } > /dev/termination-log; sleep 2"))},
+	{"inside-files-hostnet", "the same files in a hostNetwork pod", podDoc("cf-infileshost", "Never", "  hostNetwork: true\n", sh("c", "{ hostname; echo ---; sed -E 's/[0-9]+([.][0-9]+){3}/IP/g' /etc/hosts; echo ---; cat /etc/resolv.conf; } > /dev/termination-log; sleep 2"))},
+	{"inside-hostname", "spec.hostname and spec.subdomain set: hostname, hostname -f and /etc/hosts", podDoc("cf-inhostname", "Never", "  hostname: web\n  subdomain: svc\n", sh("c", "{ hostname; echo ---; sed -E 's/[0-9]+([.][0-9]+){3}/IP/g' /etc/hosts; } > /dev/termination-log; sleep 2"))},
+	{"inside-mounts", "a default container's mounts (where, type, options but the overlay's) and /dev", podDoc("cf-inmounts", "Never", "", sh("c", "{ awk '$3 != \"overlay\" {print $2, $3, $4} $3 == \"overlay\" {print $2, $3}' /proc/self/mounts; ls /dev | tr '\\n' ' '; } > /dev/termination-log; sleep 2"))},
+	{"inside-downward", "downward API env: name, namespace, node, service account, host IP set or not, and resource fields without limits (the node's allocatable)", podDoc("cf-indown", "Never", "", sh("c", "{ echo name=$POD_NAME ns=$POD_NS node=$NODE_NAME sa=$SA_NAME hostip=${HOST_IP:+set} podip=${POD_IP:+set} limcpu=$LIM_CPU limmem=$LIM_MEM reqcpu=$REQ_CPU reqmem=$REQ_MEM; } > /dev/termination-log; sleep 2")+
+		"    env:\n"+fieldEnv("POD_NAME", "metadata.name")+fieldEnv("POD_NS", "metadata.namespace")+fieldEnv("NODE_NAME", "spec.nodeName")+fieldEnv("SA_NAME", "spec.serviceAccountName")+fieldEnv("HOST_IP", "status.hostIP")+fieldEnv("POD_IP", "status.podIP")+
+		resourceEnv("LIM_CPU", "limits.cpu", "1m")+resourceEnv("LIM_MEM", "limits.memory", "1Mi")+resourceEnv("REQ_CPU", "requests.cpu", "1m")+resourceEnv("REQ_MEM", "requests.memory", "1"))},
+	{"inside-downward-files", "a downwardAPI volume: labels, and the pod's name and namespace", podDoc("cf-indownvol", "Never",
+		"  volumes:\n  - name: p\n    downwardAPI:\n      items:\n      - path: labels\n        fieldRef:\n          fieldPath: metadata.labels\n      - path: name\n        fieldRef:\n          fieldPath: metadata.name\n      - path: ns\n        fieldRef:\n          fieldPath: metadata.namespace\n",
+		sh("c", "{ for f in labels name ns; do echo \"$f: $(cat /p/$f)\"; done; ls -la /p | awk '{print $1, $NF}'; } > /dev/termination-log; sleep 2")+"    volumeMounts:\n    - name: p\n      mountPath: /p\n")},
+	{"inside-share-pid", "shareProcessNamespace: what PID 1 is and what a second container sees", podDoc("cf-inpid", "Never", "  shareProcessNamespace: true\n",
+		sh("a", sleeper), sh("b", "sleep 2; { cat /proc/1/cmdline | tr '\\0' ' '; echo; ps -o comm | sort | uniq -c; } > /dev/termination-log; sleep 2"))},
+	{"inside-emptydir-memory", "medium: Memory emptyDirs in a pod with a 64Mi memory limit, run as user 1000: without sizeLimit, 16Mi, 1Gi; each one's mode, size, and a write", podDoc("cf-inmemdir", "Never",
+		"  securityContext:\n    runAsUser: 1000\n  volumes:\n  - name: m1\n    emptyDir:\n      medium: Memory\n  - name: m2\n    emptyDir:\n      medium: Memory\n      sizeLimit: 16Mi\n  - name: m3\n    emptyDir:\n      medium: Memory\n      sizeLimit: 1Gi\n",
+		sh("c", "for d in /m1 /m2 /m3; do echo $d $(stat -c %a $d) $(df -k $d | tail -1 | awk '{print $2}') $(touch $d/f && echo wrote); done > /dev/termination-log; sleep 2")+resources("", "", "", "64Mi")+
+			"    volumeMounts:\n    - name: m1\n      mountPath: /m1\n    - name: m2\n      mountPath: /m2\n    - name: m3\n      mountPath: /m3\n")},
+	{"inside-nested-mounts", "two emptyDirs, the one at /data/sub listed before the one at /data: which is mounted first", podDoc("cf-innested", "Never",
+		"  volumes:\n  - name: outer\n    emptyDir: {}\n  - name: inner\n    emptyDir: {}\n",
+		sh("c", "grep -o ' /data[^ ]*' /proc/self/mounts > /dev/termination-log; sleep 2")+"    volumeMounts:\n    - name: inner\n      mountPath: /data/sub\n    - name: outer\n      mountPath: /data\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
@@ -202,6 +235,16 @@ func grpcPod(name, service string, kind ...string) string {
 // probe is an exec probe of a shell script at 1 s, failing after one try.
 func probe(kind, script string) string {
 	return netProbe(kind, fmt.Sprintf("exec:\n        command: [\"sh\", \"-c\", %q]", script))
+}
+
+// fieldEnv is an env var from the downward API's fieldRef.
+func fieldEnv(name, path string) string {
+	return fmt.Sprintf("    - name: %s\n      valueFrom:\n        fieldRef:\n          fieldPath: %s\n", name, path)
+}
+
+// resourceEnv is an env var from the downward API's resourceFieldRef.
+func resourceEnv(name, resource, divisor string) string {
+	return fmt.Sprintf("    - name: %s\n      valueFrom:\n        resourceFieldRef:\n          resource: %s\n          divisor: %q\n", name, resource, divisor)
 }
 
 // resources gives requests and limits; empty values are left out.
@@ -291,6 +334,9 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 			return err
 		}
 		scenarios = picked
+	}
+	if o.manifests != "" {
+		return writeManifests(o.manifests, scenarios)
 	}
 	binDir, err := testenv.Binaries()
 	if err != nil {
@@ -452,6 +498,19 @@ func brief(p *corev1.Pod) string {
 }
 
 // pickScenarios is the scenarios of all named in list (comma separated), in all's order.
+// writeManifests writes each scenario's manifest to dir/<scenario>.yaml.
+func writeManifests(dir string, list []scenario) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, s := range list {
+		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.spec), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func pickScenarios(all []scenario, list string) ([]scenario, error) {
 	want := map[string]bool{}
 	for _, n := range strings.Split(list, ",") {

@@ -40,6 +40,7 @@ type options struct {
 	peers     bool   // also run podman and the real kubelet
 	only      string // run only this section ("probes"); empty: all
 	scenarios string // conformance: only these scenarios (comma separated); empty: all
+	manifests string // conformance: write the (picked) scenarios' manifests here and stop
 }
 
 func parseOptions() options {
@@ -55,6 +56,7 @@ func parseOptions() options {
 	flag.DurationVar(&o.settle, "settle", 40*time.Second, "conformance: sample both every second for this long after the manifests are written")
 	flag.BoolVar(&o.peers, "peers", true, "also run the peers (podman kube play, the real kubelet); false for a focused run of podkeeper against the floor")
 	flag.StringVar(&o.scenarios, "scenarios", "", "conformance: run only these scenarios (comma separated) and print both statuses in full, for a focused look; use with -out ''")
+	flag.StringVar(&o.manifests, "manifests", "", "conformance: only write the scenarios' manifests (those of -scenarios, else all) into this directory, to read or validate them")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "markdown report to write (empty: none)")
 	flag.StringVar(&o.only, "only", "", "run only this section for a focused look (\"start\": the single-pod starts of section 1; \"batches\": sections 1-5 for -sizes, without single-pod starts; \"probes\": section 6 and the liveness rows); use with -out ''")
 	flag.Parse()
