@@ -95,29 +95,30 @@ func hugePageSize(name corev1.ResourceName) string {
 
 // ContainerResources are the limits of container c's own cgroup (the OCI spec's
 // linux.resources): shares from the CPU request, CFS quota from the CPU limit, memory and
-// hugepages limits. A container without a CPU request gets 2 shares, as the kubelet gives it. In
-// a pod with pod-level resources (PodLevelSet) a container without its own CPU, memory or
-// hugepages limit gets the pod's, as the kubelet does.
+// hugepages limits. In a pod with pod-level resources (PodLevelSet) a container without its own
+// CPU, memory or hugepages limit gets the pod's, as the kubelet does. A container without a CPU
+// request gets the shares of its CPU limit (the pod's, when it is the pod's), without either 2
+// shares, as the kubelet gives it.
 func ContainerResources(pod *corev1.Pod, c *corev1.Container) Resources {
 	r := Resources{CPUPeriod: QuotaPeriodUS}
 	req := c.Resources.Requests
 	lim := c.Resources.Limits
 	cpuReq, hasReq := req[corev1.ResourceCPU]
 	cpuLim, hasLim := lim[corev1.ResourceCPU]
-	switch {
-	case hasReq:
-		r.CPUShares = MilliCPUToShares(cpuReq.MilliValue())
-	case hasLim: // a missing request defaults to the limit
-		r.CPUShares = MilliCPUToShares(cpuLim.MilliValue())
-	default:
-		r.CPUShares = MinShares
-	}
 	var podLim corev1.ResourceList
 	if PodLevelSet(pod) {
 		podLim = pod.Spec.Resources.Limits
 	}
 	if !hasLim || cpuLim.IsZero() {
 		cpuLim, hasLim = podLim[corev1.ResourceCPU]
+	}
+	switch {
+	case hasReq:
+		r.CPUShares = MilliCPUToShares(cpuReq.MilliValue())
+	case hasLim: // a missing request defaults to the limit, the pod's when the container has none
+		r.CPUShares = MilliCPUToShares(cpuLim.MilliValue())
+	default:
+		r.CPUShares = MinShares
 	}
 	if hasLim && !cpuLim.IsZero() {
 		r.CPUQuota = MilliCPUToQuota(cpuLim.MilliValue(), QuotaPeriodUS)

@@ -89,8 +89,10 @@ func TestContainerResourcesPodLevel(t *testing.T) {
 	pod := plPod(&corev1.ResourceRequirements{Limits: res("cpu", "2", "memory", "128Mi")},
 		corev1.ResourceRequirements{}, corev1.ResourceRequirements{Limits: res("cpu", "500m", "memory", "32Mi")})
 	bare := ContainerResources(pod, &pod.Spec.Containers[0])
-	if bare.CPUQuota != MilliCPUToQuota(2000, QuotaPeriodUS) || bare.Memory != 128<<20 || bare.CPUShares != MinShares {
-		t.Errorf("container without limits: %+v, want the pod's limits and 2 shares", bare)
+	// Its missing CPU request defaults to the pod's CPU limit, as in the kubelet (make conformance's
+	// inside-cgroup-pod-level reads 512 shares for a 500m pod limit there).
+	if bare.CPUQuota != MilliCPUToQuota(2000, QuotaPeriodUS) || bare.Memory != 128<<20 || bare.CPUShares != MilliCPUToShares(2000) {
+		t.Errorf("container without limits: %+v, want the pod's limits and the shares of its CPU limit", bare)
 	}
 	own := ContainerResources(pod, &pod.Spec.Containers[1])
 	if own.CPUQuota != MilliCPUToQuota(500, QuotaPeriodUS) || own.Memory != 32<<20 {
