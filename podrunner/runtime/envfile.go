@@ -29,7 +29,7 @@ func envFileValue(root, uid, vol, path, key string) (value string, found bool, e
 		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef: %w", vol, err)
 	}
 	defer unix.Close(dir)
-	fd, err := openBeneath(dir, path, false)
+	fd, err := openBeneath(dir, path, false, 0)
 	if err != nil {
 		return "", false, fmt.Errorf("failed to open environment variable file %q: %w", path, err)
 	}

@@ -41,7 +41,11 @@ func subPathMount(src, sub, target string) (string, error) {
 		return "", fmt.Errorf("subPath %q: open volume: %w", sub, err)
 	}
 	defer unix.Close(vol)
-	fd, err := openBeneath(vol, sub, true)
+	var vst unix.Stat_t
+	if err := unix.Fstat(vol, &vst); err != nil {
+		return "", fmt.Errorf("subPath %q: volume: %w", sub, err)
+	}
+	fd, err := openBeneath(vol, sub, true, vst.Mode&0o7777)
 	if err != nil {
 		return "", fmt.Errorf("subPath %q: %w", sub, err)
 	}
@@ -81,8 +85,9 @@ func subPathMount(src, sub, target string) (string, error) {
 }
 
 // openBeneath opens path (relative) under the directory dirfd as an O_PATH descriptor without
-// leaving it; with mkdir, missing directories on the way (and the last component) are created.
-func openBeneath(dirfd int, path string, mkdir bool) (int, error) {
+// leaving it; with mkdir, missing directories on the way (and the last component) are created
+// with mode perm (the kubelet gives them its volume root's).
+func openBeneath(dirfd int, path string, mkdir bool, perm uint32) (int, error) {
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveBeneath}
 	fd, err := unix.Openat2(dirfd, path, how)
 	if err == nil || !mkdir || !errors.Is(err, unix.ENOENT) {
@@ -101,11 +106,20 @@ func openBeneath(dirfd int, path string, mkdir bool) (int, error) {
 	for i, p := range parts {
 		next, err := unix.Openat2(dirfd, strings.Join(parts[:i+1], "/"), how)
 		if errors.Is(err, unix.ENOENT) {
-			if err := unix.Mkdirat(cur, p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			made := unix.Mkdirat(cur, p, 0o700)
+			if made != nil && !errors.Is(made, unix.EEXIST) {
 				unix.Close(cur)
-				return -1, err
+				return -1, made
 			}
 			next, err = unix.Openat2(dirfd, strings.Join(parts[:i+1], "/"), how)
+			if made == nil && err == nil {
+				// The mode, past the umask, on what was opened beneath the volume (never by a
+				// path a container could have swapped for a symlink in between).
+				err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(next), perm)
+				if err != nil {
+					unix.Close(next)
+				}
+			}
 		}
 		unix.Close(cur)
 		if err != nil {

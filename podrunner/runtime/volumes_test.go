@@ -294,6 +294,21 @@ func TestSubPathMountStaysInsideTheVolume(t *testing.T) {
 	if fi, serr := os.Stat(filepath.Join(vol, "new", "dir")); err != nil || serr != nil || !fi.IsDir() || !mounted(got) {
 		t.Errorf("missing subPath must be created as a dir and mounted: %v %v", err, serr)
 	}
+	// The directories made get the volume root's mode (the kubelet's), past the umask.
+	for _, d := range []string{"new", "new/dir"} {
+		if fi, err := os.Stat(filepath.Join(vol, d)); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: mode %v (%v), want the volume's 0755", d, fi.Mode(), err)
+		}
+	}
+	if err := os.Chmod(vol, 0o777|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mount("open/to/all"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(vol, "open", "to")); err != nil || fi.Mode()&(os.ModePerm|os.ModeSetgid) != 0o777|os.ModeSetgid {
+		t.Errorf("open/to: mode %v (%v), want the volume's 2777", fi.Mode(), err)
+	}
 	got, err = mount("inside/conf") // through a symlink that stays in the volume, to a file
 	if b, rerr := os.ReadFile(got); err != nil || rerr != nil || string(b) != "in volume" {
 		t.Errorf("file subPath through an inside symlink: %v %v %q", err, rerr, b)
