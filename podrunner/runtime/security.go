@@ -311,6 +311,14 @@ func securityOpts(root string, pod *corev1.Pod, c *corev1.Container, imageUser s
 		opts = append(opts, withPrimaryGroupOnly())
 	case e.RunAsUser != nil:
 		opts = append(opts, withUserGroups(strconv.FormatInt(*e.RunAsUser, 10)))
+	case e.RunAsGroup != nil:
+		// The image's user (root without one) keeps its groups, but not the primary group the
+		// image gave it: runAsGroup replaced that (the CRI's groups=2000 for runAsGroup 2000).
+		user, _, _ := strings.Cut(imageUser, ":")
+		if user == "" {
+			user = "0"
+		}
+		opts = append(opts, withPrimaryGroupOnly(), withUserGroups(user))
 	}
 	var groups []int64
 	if e.FSGroup != nil {

@@ -21,7 +21,7 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // bareSpec applies opts to containerd's default spec with no daemon and no image. The rootfs is a
-// temp dir holding /etc/passwd (uid 1000 is in group 1001).
+// temp dir holding /etc/passwd (uid 1000 is in group 1001) and /etc/group (root is also in wheel, 10).
 func bareSpec(t *testing.T, opts ...oci.SpecOpts) *oci.Spec {
 	t.Helper()
 	rootfs := t.TempDir()
@@ -29,6 +29,9 @@ func bareSpec(t *testing.T, opts ...oci.SpecOpts) *oci.Spec {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(rootfs, "etc", "passwd"), []byte("root:x:0:0::/root:/bin/sh\napp:x:1000:1001::/home/app:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "etc", "group"), []byte("root:x:0:\nwheel:x:10:root\napp:x:1001:\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := namespaces.WithNamespace(context.Background(), "test")
@@ -68,6 +71,22 @@ func TestSecurityUsersAndGroups(t *testing.T) {
 	s = specFor(t, "", nil, &corev1.SecurityContext{RunAsUser: ptr(int64(1000))})
 	if u := s.Process.User; u.UID != 1000 || u.GID != 1001 {
 		t.Errorf("runAsUser only: %d:%d, want 1000:1001 from the image's /etc/passwd", u.UID, u.GID)
+	}
+}
+
+// runAsGroup alone: the image's user keeps its supplementary groups, its primary group is the
+// runAsGroup one (the image's GID 0 is gone), as with the CRI.
+func TestSecurityRunAsGroupOnly(t *testing.T) {
+	pod, c := secPod(nil, &corev1.SecurityContext{RunAsGroup: ptr(int64(2000))})
+	opts, err := securityOpts("", pod, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What WithImageConfig leaves for an image without USER: root, its groups.
+	s := bareSpec(t, append([]oci.SpecOpts{oci.WithUserID(0), oci.WithAdditionalGIDs("0")}, opts...)...)
+	got := slices.Sorted(slices.Values(s.Process.User.AdditionalGids))
+	if u := s.Process.User; u.UID != 0 || u.GID != 2000 || !slices.Equal(got, []uint32{10, 2000}) {
+		t.Errorf("user %d:%d groups %v, want 0:2000 groups [10 2000]", u.UID, u.GID, got)
 	}
 }
 
