@@ -79,6 +79,9 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 		"--log-dir", filepath.Join(dir, "logs"), "--containerd-address", address, "--containerd-namespace", ns,
 		"--node-name", nodeName, "--api-socket", p.sock, "--log-format", "text", "--log-level", "warn",
 		"--max-pods", "400", // as the kubelet's maxPods here: the scaling row starts 300 pods
+		// The allocatable as the kubelet's here (its evictionHard memory.available is 1Mi): what a
+		// downward-API limit without a limit reads (make conformance's inside-downward).
+		"--eviction-hard-memory", "1Mi",
 		// Its default network in a private CNI dir (never /etc/cni/net.d, where Debian's podman
 		// ships its own network): the kubelet gets the same plugin chain (benchNetwork).
 		"--cni-conf-dir", p.network().ConfDir, "--netns-dir", p.network().NetnsDir,
