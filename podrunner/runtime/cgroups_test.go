@@ -176,7 +176,7 @@ func TestPodLevelResourcesInCgroups(t *testing.T) {
 		{"cpu", podDir, "cpu.shares", "512"},
 		{"memory", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "memory.limit_in_bytes", "67108864"},
 		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "cpu.cfs_quota_us", "50000"},
-		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "cpu.shares", "2"},
+		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[0].ID), "cpu.shares", "512"}, // no request: the pod's CPU limit's, as the kubelet
 		{"memory", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[1].ID), "memory.limit_in_bytes", "33554432"},
 		{"cpu", l.ContainerDir(corev1.PodQOSGuaranteed, pod.UID, ctrs[1].ID), "cpu.cfs_quota_us", "10000"},
 	} {

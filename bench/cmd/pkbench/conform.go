@@ -191,6 +191,14 @@ var scenarios = []scenario{
 	{"inside-supplemental-strict", "supplementalGroupsPolicy Strict with supplementalGroups [3000], run as 1000: id (containerd 1.6 cannot do Strict)", podDoc("cf-instrict", "Never", "  securityContext:\n    runAsUser: 1000\n    supplementalGroups: [3000]\n    supplementalGroupsPolicy: Strict\n", sh("c", "{ id; grep -E '^(Uid|Gid|Groups)' /proc/self/status; } > /dev/termination-log; sleep 2"))},
 	{"inside-tty", "tty: true without stdin: is stdout a terminal, and stdin", podDoc("cf-intty", "Never", "", sh("c", "{ tty; test -t 1 && echo out-tty; test -t 0 && echo in-tty; } > /dev/termination-log 2>&1; sleep 2")+"    tty: true\n")},
 	{"pull-always-offline", "imagePullPolicy Always for an image on the node whose registry cannot be reached (an offline node)", podDoc("cf-pullalways", "Always", "", "  - name: c\n    image: busybox\n    imagePullPolicy: Always\n    command: [\"sh\", \"-c\", "+fmt.Sprintf("%q", sleeper)+"]\n")},
+	// httpGet probes' edge cases, on busybox httpd's CGI.
+	{"http-redirect-same-host", "an httpGet readiness probe answered 302 to a path of the same host (followed: 200)", podDoc("cf-httpredir", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/same", ""))},
+	{"http-redirect-other-host", "an httpGet readiness probe answered 302 to another host (the kubelet counts it a success, with a warning)", podDoc("cf-httpredirx", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/other", ""))},
+	{"http-redirect-loop", "an httpGet readiness probe answered 302 to itself, again and again", podDoc("cf-httploop", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/loop", ""))},
+	{"http-399", "an httpGet readiness probe answered 399 (below 400: a success)", podDoc("cf-http399", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/s399", ""))},
+	{"http-400", "an httpGet readiness probe answered 400", podDoc("cf-http400", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/s400", ""))},
+	{"http-slow", "an httpGet readiness probe whose answer takes 3 s, timeoutSeconds 1", podDoc("cf-httpslow", "Always", "", sh("c", cgiServer)+cgiProbe("/cgi-bin/slow", "")+"      timeoutSeconds: 1\n")},
+	{"https-on-http", "an httpGet readiness probe with scheme HTTPS on a plain HTTP server", podDoc("cf-httpsonhttp", "Always", "", sh("c", cgiServer)+cgiProbe("/", "\n        scheme: HTTPS"))},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
@@ -216,6 +224,24 @@ var scenarios = []scenario{
 // webServer is busybox httpd on the pod's port 8080 (index.html only) in the background, a
 // sleeper in front that exits on SIGTERM.
 const webServer = `mkdir -p /www && echo ok > /www/index.html && httpd -f -p 8080 -h /www & trap "exit 0" TERM; sleep 3600 & wait`
+
+// cgiServer is webServer with CGI scripts under /cgi-bin/ that answer as a probe's edge cases
+// need: same (302 to /index.html), other (302 to another host), loop (302 to itself), s399 and
+// s400 (those statuses), slow (200 after 3 s).
+const cgiServer = `mkdir -p /www/cgi-bin && echo ok > /www/index.html && ` +
+	`mk() { f=/www/cgi-bin/$1; shift; echo '#!/bin/sh' > $f; for l in "$@"; do echo "$l" >> $f; done; chmod +x $f; } && ` +
+	`mk same 'echo "Status: 302 Found"' 'echo "Location: /index.html"' echo && ` +
+	`mk other 'echo "Status: 302 Found"' 'echo "Location: http://192.0.2.1/x"' echo && ` +
+	`mk loop 'echo "Status: 302 Found"' 'echo "Location: /cgi-bin/loop"' echo && ` +
+	`mk s399 'echo "Status: 399 Odd"' echo && ` +
+	`mk s400 'echo "Status: 400 Bad"' echo && ` +
+	`mk slow 'sleep 3' 'echo "Content-type: text/plain"' echo 'echo slow' && ` +
+	`httpd -f -p 8080 -h /www & trap "exit 0" TERM; sleep 3600 & wait`
+
+// cgiProbe is a readiness probe of path on cgiServer (extra: more handler lines).
+func cgiProbe(path, extra string) string {
+	return netProbe("readinessProbe", "httpGet:\n        path: "+path+"\n        port: 8080"+extra)
+}
 
 // netProbe is a probe of kind (readinessProbe, livenessProbe) with the handler given (its first
 // line at the handler's indent, later lines indented for it), every second, failing after one
