@@ -97,8 +97,8 @@ func hugePageSize(name corev1.ResourceName) string {
 // linux.resources): shares from the CPU request, CFS quota from the CPU limit, memory and
 // hugepages limits. In a pod with pod-level resources (PodLevelSet) a container without its own
 // CPU, memory or hugepages limit gets the pod's, as the kubelet does. A container without a CPU
-// request gets the shares of its CPU limit (the pod's, when it is the pod's), without either 2
-// shares, as the kubelet gives it.
+// request gets the shares of its CPU limit (the pod's when it has none of its own), one without
+// either 2 shares, as the kubelet gives them.
 func ContainerResources(pod *corev1.Pod, c *corev1.Container) Resources {
 	r := Resources{CPUPeriod: QuotaPeriodUS}
 	req := c.Resources.Requests
