@@ -180,6 +180,27 @@ func ContainerShouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32
 	}
 }
 
+// ProbeKillRestarts says whether container c of pod is started again after podkeeper stopped it
+// for a failed liveness or startup probe, as the kubelet decides it when it kills: unless its
+// policy (its own, else the pod's) is Never, whatever the exit code (a process that exits 0 on
+// SIGTERM under OnFailure restarts too); its restartPolicyRules are not read, since the
+// container was still running. Pure.
+func ProbeKillRestarts(pod *corev1.Pod, c *corev1.Container) bool {
+	if c.RestartPolicy != nil {
+		return *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+	}
+	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+}
+
+// restartsAfter says whether container c restarts after its instance rec ended: by
+// ProbeKillRestarts for a probe kill, else by ContainerShouldRestart. Pure.
+func restartsAfter(pod *corev1.Pod, c *corev1.Container, rec ContainerRecord) bool {
+	if rec.ProbeKilled {
+		return ProbeKillRestarts(pod, c)
+	}
+	return ContainerShouldRestart(pod, c, rec.ExitCode)
+}
+
 // matchingRule is the first of container c's restartPolicyRules whose exit codes match exitCode,
 // nil when none does or c has no restartPolicy of its own (rules are read only with one).
 func matchingRule(c *corev1.Container, exitCode int32) *corev1.ContainerRestartRule {
@@ -381,7 +402,7 @@ func PlanPodProbed(pod *corev1.Pod, v PodView, gate RestartGate, probes ProbeSta
 			// Ran before the in-place restart: it runs again, whatever its policy says.
 			p.Start = append(p.Start, StartAction{Container: c, Kind: KindApp, Attempt: latest.Attempt + 1})
 		case latest.State == StateExited:
-			if ContainerShouldRestart(pod, c, latest.ExitCode) {
+			if restartsAfter(pod, c, latest) {
 				p.restartOrWait(c, KindApp, latest, gate, now)
 			}
 		default:
@@ -586,7 +607,7 @@ func podPhase(pod *corev1.Pod, v PodView, reset *ResetCause) corev1.PodPhase {
 			running++
 		case reset != nil && !current(latest, sb, reset): // runs again after the in-place restart
 			restarting++
-		case ContainerShouldRestart(pod, &c, latest.ExitCode):
+		case restartsAfter(pod, &c, latest):
 			restarting++
 		case latest.ExitCode == 0:
 			succeeded++

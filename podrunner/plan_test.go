@@ -513,3 +513,46 @@ func withPolicy(p *corev1.Pod, name string, policy corev1.ContainerRestartPolicy
 	}
 	return p
 }
+
+// A container stopped for a failed liveness or startup probe restarts as the kubelet decides at
+// the kill: unless its policy is Never, whatever its exit code (make conformance's
+// prestop-on-liveness-kill: a SIGTERM handler exiting 0 under OnFailure); its rules are not read.
+func TestProbeKillRestarts(t *testing.T) {
+	rule := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: "In", Values: []int32{0}}}}
+	onFailure, never, always := corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, corev1.RestartPolicyAlways
+	killed := func(code int32) ContainerRecord {
+		r := exitedRec("c0", "main", KindApp, 0, code, at(1), at(5))
+		r.ProbeKilled = true
+		return r
+	}
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		rec       ContainerRecord
+		restarts  bool
+		wantPhase corev1.PodPhase
+	}{
+		{"OnFailure, killed, exit 0: restarts", testPod(onFailure, nil, "main"), killed(0), true, corev1.PodRunning},
+		{"OnFailure, exit 0 of its own: done", testPod(onFailure, nil, "main"), exitedRec("c0", "main", KindApp, 0, 0, at(1), at(5)), false, corev1.PodSucceeded},
+		{"Never, killed: stays down", testPod(never, nil, "main"), killed(137), false, corev1.PodFailed},
+		{"Always, killed, exit 0: restarts", testPod(always, nil, "main"), killed(0), true, corev1.PodRunning},
+		{"container Never in an Always pod, killed: stays down", withPolicy(testPod(always, nil, "main"), "main", corev1.ContainerRestartPolicyNever), killed(0), false, corev1.PodSucceeded},
+		{"container OnFailure in a Never pod, killed, exit 0: restarts", withPolicy(testPod(never, nil, "main"), "main", corev1.ContainerRestartPolicyOnFailure), killed(0), true, corev1.PodRunning},
+		{"container Never with a Restart rule for 0, killed: rules are not read", func() *corev1.Pod {
+			p := withPolicy(testPod(always, nil, "main"), "main", corev1.ContainerRestartPolicyNever)
+			p.Spec.Containers[0].RestartPolicyRules = rule
+			return p
+		}(), killed(0), false, corev1.PodSucceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewPodView([]ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), tc.rec})
+			p := PlanPod(tc.pod, v, gateAt(nil), at(20))
+			if got := len(p.Start) == 1; got != tc.restarts {
+				t.Errorf("restart planned %v, want %v (plan %+v)", got, tc.restarts, summarize(p))
+			}
+			if got := PodPhase(tc.pod, v); got != tc.wantPhase {
+				t.Errorf("phase %s, want %s", got, tc.wantPhase)
+			}
+		})
+	}
+}

@@ -132,8 +132,9 @@ func (w *worker) probeHost(pod *corev1.Pod) func() string {
 	return func() string { return w.m.podIP(w.uid) }
 }
 
-// killUnhealthy stops a container instance whose liveness or startup probe failed. The stop
-// counts as a crash: restart policy and backoff apply.
+// killUnhealthy stops a container instance whose liveness or startup probe failed, its preStop
+// hook first, within the probe's grace period. It restarts by ProbeKillRestarts (the record's
+// ProbeKilled), after ProbeKillDelay.
 func (w *worker) killUnhealthy(ctx context.Context, pod *corev1.Pod, c *corev1.Container, r ContainerRecord, kind probes.Kind) {
 	p := c.LivenessProbe
 	if kind == probes.Startup {
@@ -141,15 +142,12 @@ func (w *worker) killUnhealthy(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	grace := probes.GracePeriod(p, gracePeriod(pod))
 	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, strings.ToLower(string(kind)))
-	if ContainerShouldRestart(pod, c, 137) {
+	if ProbeKillRestarts(pod, c) {
 		msg += ", will be restarted"
 	}
-	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonKilling, "%s", msg)
 	w.log.Info("killing unhealthy container", "container", c.Name, "probe", kind, "grace", grace)
 	w.probeKilled[r.ID] = true
-	if err := w.m.rt.StopContainer(ctx, r.ID, grace); err != nil {
-		w.log.Warn("stop unhealthy container", "container", c.Name, "err", err)
-	}
+	w.kill(ctx, pod, r, grace, msg, nil) // its preStop hook first, as the kubelet's killContainer
 	w.m.probes.Stop(r.ID)
 }
 

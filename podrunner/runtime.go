@@ -212,6 +212,10 @@ type ContainerRecord struct {
 	GracePeriod time.Duration
 	// PodIPs are a sandbox's pod IPs from CNI (IPv4 first); empty for hostNetwork or without CNI.
 	PodIPs []string
+	// ProbeKilled: podkeeper stopped this instance for a failed liveness or startup probe (the
+	// worker's memory, not the runtime's: an agent restarted since has forgotten it). Such an exit
+	// restarts by ProbeKillRestarts, whatever its code.
+	ProbeKilled bool
 }
 
 // ExitEvent is a hint that a task of a pod exited. One with an empty PodUID says that exits may

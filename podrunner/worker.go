@@ -193,6 +193,9 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 	forgetGone(w.killedByUs, recs)
 	forgetGone(w.probeKilled, recs)
 	forgetGone(w.reported, recs)
+	for i := range recs {
+		recs[i].ProbeKilled = w.probeKilled[recs[i].ID]
+	}
 	return NewPodView(recs), nil
 }
 

@@ -131,6 +131,42 @@ func TestProbeKillRestartPacing(t *testing.T) {
 	}
 }
 
+// A container killed by its liveness probe under OnFailure restarts even when its SIGTERM
+// handler exits 0, as the kubelet decides at the kill (the pod was Succeeded before), and its
+// preStop hook runs first, as in the kubelet's killContainer (it did not run before).
+func TestProbeKillRestartsUnderOnFailure(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-killonfail")
+	a.write("of.yaml", podYAML("of", "OnFailure", 1, "  volumes:\n  - name: d\n    emptyDir: {}\n",
+		shContainer("app", `if [ -f /d/ran ]; then rm -f /d/kill-me; echo second $(cat /d/prestop); exec sleep 3600; fi; touch /d/ran /d/kill-me; trap "exit 0" TERM; sleep 3600 & wait`,
+			`    volumeMounts:
+    - name: d
+      mountPath: /d
+    lifecycle:
+      preStop:
+        exec:
+          command: ["sh", "-c", "echo prestop-ran > /d/prestop"]
+    livenessProbe:
+      exec:
+        command: ["sh", "-c", "test ! -f /d/kill-me"]
+      periodSeconds: 1
+      failureThreshold: 1
+`)))
+	p := a.waitPod(60*time.Second, "of-e2e", "restarted after the kill", func(p *corev1.Pod) bool {
+		return status(p, "app").RestartCount == 1 && status(p, "app").State.Running != nil
+	})
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s, want Running", p.Status.Phase)
+	}
+	if last := status(p, "app").LastTerminationState.Terminated; last == nil || last.ExitCode != 0 {
+		t.Errorf("last state %+v, want the killed instance's exit 0", last)
+	}
+	a.eventually(20*time.Second, "the preStop hook ran before the kill", func() (bool, string) {
+		out, err := a.cli("logs", "of-e2e")
+		return err == nil && out == "second prestop-ran\n", out
+	})
+}
+
 // An httpGet readiness probe against busybox httpd: Ready flips false when the file is removed
 // and true when it is back, without a restart.
 func TestProbeHTTPReadiness(t *testing.T) {

@@ -205,6 +205,19 @@ var scenarios = []scenario{
 		"    workingDir: /work\n    env:\n    - name: FOO\n      value: bar\n"+probe("readinessProbe", "test \"$FOO\" = bar && test \"$(pwd)\" = /work && test \"$(id -u)\" = 1000 && test -n \"$HOSTNAME\""))},
 	{"inside-poststart-context", "a postStart exec hook writes its env, working directory and user; the container prints them", podDoc("cf-inpsctx", "Never", "  securityContext:\n    runAsUser: 1000\n", sh("c", "sleep 2; cat /tmp/ps > /dev/termination-log")+
 		"    workingDir: /tmp\n    env:\n    - name: FOO\n      value: bar\n    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo FOO=$FOO pwd=$(pwd) uid=$(id -u) host=${HOSTNAME:+set} > /tmp/ps\"]\n")},
+	// preStop hooks, seen by the next instance of the container through an emptyDir.
+	{"prestop-on-liveness-kill", "a liveness probe kills the container once (its SIGTERM handler exits 0, under OnFailure: restarted all the same); its preStop hook writes a file the next instance prints", podDoc("cf-prestoplive", "OnFailure",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n",
+		sh("c", "if [ -f /d/ran ]; then rm -f /d/kill-me; cat /d/prestop > /dev/termination-log 2>&1; sleep 2; exit 0; fi; touch /d/ran /d/kill-me; "+sleeper)+
+			"    env:\n    - name: FOO\n      value: bar\n    volumeMounts:\n    - name: d\n      mountPath: /d\n"+
+			"    lifecycle:\n      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"echo prestop FOO=$FOO >> /d/prestop\"]\n"+
+			probe("livenessProbe", "test ! -f /d/kill-me"))},
+	{"prestop-on-poststart-failure", "a postStart hook fails once (the container, killed, exits 3 under OnFailure: restarted); the preStop hook writes a file the next instance prints", podDoc("cf-prestopps", "OnFailure",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n",
+		sh("c", "if [ -f /d/ran ]; then { cat /d/prestop; cat /d/poststart; } > /dev/termination-log 2>&1; sleep 2; exit 0; fi; trap \"exit 3\" TERM; sleep 3600 & wait")+
+			"    volumeMounts:\n    - name: d\n      mountPath: /d\n"+
+			"    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo poststart >> /d/poststart; if [ -f /d/ran ]; then exit 0; fi; touch /d/ran; exit 1\"]\n"+
+			"      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"echo prestop >> /d/prestop\"]\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
