@@ -193,10 +193,17 @@ func ProbeKillRestarts(pod *corev1.Pod, c *corev1.Container) bool {
 }
 
 // restartsAfter says whether container c restarts after its instance rec ended: by
-// ProbeKillRestarts for a probe kill, else by ContainerShouldRestart. Pure.
+// ContainerShouldRestart, and after a probe kill also by ProbeKillRestarts (the kubelet decides
+// at the kill, and the exit is then judged as any other: a restartPolicyRules match restarts a
+// container whose policy is Never). Pure.
+//
+// The kubelet keeps its decision at the kill only when its back-off lets the container start in
+// that same sync (the first two probe kills, ProbeKillDelay); a later kill inside a back-off
+// leaves the exit to be judged alone, so an OnFailure container whose SIGTERM handler exits 0
+// ends the pod Succeeded though its probe failed. podkeeper keeps restarting it, on purpose.
 func restartsAfter(pod *corev1.Pod, c *corev1.Container, rec ContainerRecord) bool {
-	if rec.ProbeKilled {
-		return ProbeKillRestarts(pod, c)
+	if rec.ProbeKilled && ProbeKillRestarts(pod, c) {
+		return true
 	}
 	return ContainerShouldRestart(pod, c, rec.ExitCode)
 }

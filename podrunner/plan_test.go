@@ -516,7 +516,8 @@ func withPolicy(p *corev1.Pod, name string, policy corev1.ContainerRestartPolicy
 
 // A container stopped for a failed liveness or startup probe restarts as the kubelet decides at
 // the kill: unless its policy is Never, whatever its exit code (make conformance's
-// prestop-on-liveness-kill: a SIGTERM handler exiting 0 under OnFailure); its rules are not read.
+// prestop-on-liveness-kill: a SIGTERM handler exiting 0 under OnFailure); then its exit is judged
+// as any other (liveness-kill-rule: a Restart rule for exit 0 restarts it).
 func TestProbeKillRestarts(t *testing.T) {
 	rule := []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: "In", Values: []int32{0}}}}
 	onFailure, never, always := corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, corev1.RestartPolicyAlways
@@ -538,11 +539,11 @@ func TestProbeKillRestarts(t *testing.T) {
 		{"Always, killed, exit 0: restarts", testPod(always, nil, "main"), killed(0), true, corev1.PodRunning},
 		{"container Never in an Always pod, killed: stays down", withPolicy(testPod(always, nil, "main"), "main", corev1.ContainerRestartPolicyNever), killed(0), false, corev1.PodSucceeded},
 		{"container OnFailure in a Never pod, killed, exit 0: restarts", withPolicy(testPod(never, nil, "main"), "main", corev1.ContainerRestartPolicyOnFailure), killed(0), true, corev1.PodRunning},
-		{"container Never with a Restart rule for 0, killed: rules are not read", func() *corev1.Pod {
+		{"container Never with a Restart rule for 0, killed: the exit is judged too (the rule)", func() *corev1.Pod {
 			p := withPolicy(testPod(always, nil, "main"), "main", corev1.ContainerRestartPolicyNever)
 			p.Spec.Containers[0].RestartPolicyRules = rule
 			return p
-		}(), killed(0), false, corev1.PodSucceeded},
+		}(), killed(0), true, corev1.PodRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := NewPodView([]ContainerRecord{sbRec("sb0", 0, StateRunning, at(0)), tc.rec})

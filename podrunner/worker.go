@@ -237,8 +237,10 @@ func forgetGone(set map[string]bool, recs []ContainerRecord) {
 	}
 }
 
-// gate computes, once per exited instance, when it may be replaced (CrashLoopBackOff).
-func (w *worker) gate(v PodView, now time.Time) RestartGate {
+// gate computes, once per exited instance, when it may be replaced (CrashLoopBackOff). An
+// instance killed for a failed probe that restarts for the kill (ProbeKillRestarts) is paced by
+// ProbeKillDelay; one that restarts only for its exit (a restartPolicyRules match), as a crash.
+func (w *worker) gate(pod *corev1.Pod, v PodView, now time.Time) RestartGate {
 	for name, rs := range v.Containers {
 		latest := rs[0]
 		if latest.State != StateExited {
@@ -263,7 +265,7 @@ func (w *worker) gate(v PodView, now time.Time) RestartGate {
 			continue
 		}
 		delay, next := w.m.cfg.Backoff.Next(memo.state, latest.StartedAt, finished)
-		if w.probeKilled[latest.ID] {
+		if c := specOf(pod, name); w.probeKilled[latest.ID] && c != nil && ProbeKillRestarts(pod, c) {
 			var prev *ContainerRecord
 			if len(rs) > 1 && rs[1].State == StateExited {
 				prev = &rs[1]
@@ -325,7 +327,7 @@ func (w *worker) step(ctx context.Context, pod *corev1.Pod, v PodView, now time.
 	if w.syncProbes(ctx, pod, v) {
 		return time.Time{}, true // a container failed its liveness probe and was stopped: look again
 	}
-	plan := PlanPodProbed(pod, v, w.gate(v, now), w.probeStatus, now)
+	plan := PlanPodProbed(pod, v, w.gate(pod, v, now), w.probeStatus, now)
 	w.noteBackoffs(pod, plan)
 	w.publish(pod, v, plan, false)
 	acted, retryAt := w.execute(ctx, pod, v, plan)
@@ -497,7 +499,7 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 	up.State = StateRunning
 	now := time.Now()
 	withSB := v.WithSandbox(up)
-	plan := PlanPodProbed(pod, withSB, w.gate(withSB, now), w.probeStatus, now)
+	plan := PlanPodProbed(pod, withSB, w.gate(pod, withSB, now), w.probeStatus, now)
 	if plan.CreateSandbox || plan.KillPod || plan.StopSandbox || len(plan.StopSidecars) > 0 || plan.Reset != nil {
 		return
 	}

@@ -218,6 +218,15 @@ var scenarios = []scenario{
 			"    volumeMounts:\n    - name: d\n      mountPath: /d\n"+
 			"    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo poststart >> /d/poststart; if [ -f /d/ran ]; then exit 0; fi; touch /d/ran; exit 1\"]\n"+
 			"      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"echo prestop >> /d/prestop\"]\n")},
+	// Probe kills and restart policies: the kubelet decides the restart at the kill.
+	{"liveness-kill-container-never", "a container with restartPolicy Never in an Always pod, killed by its liveness probe (its SIGTERM handler exits 0)", podDoc("cf-livenever", "Always", "", sh("c", sleeper)+
+		"    restartPolicy: Never\n"+probe("livenessProbe", "exit 1"))},
+	{"liveness-kill-rule", "restartPolicy Never with a rule Restart on exit 0, killed by its liveness probe (exits 0): the rule restarts it", podDoc("cf-liverule", "Always", "", sh("c", sleeper)+
+		"    restartPolicy: Never\n    restartPolicyRules:\n    - action: Restart\n      exitCodes:\n        operator: In\n        values: [0]\n"+probe("livenessProbe", "exit 1"))},
+	{"startup-kill-onfailure", "a startup probe that never passes under OnFailure (failureThreshold 2; the container exits 0 on SIGTERM): restarted", podDoc("cf-startof", "OnFailure", "", sh("c", sleeper)+
+		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n")},
+	{"poststart-http-refused", "a postStart httpGet hook to a port nothing listens on, under Always (the container exits 0 on SIGTERM)", podDoc("cf-pshttp", "Always", "", sh("c", sleeper)+
+		"    lifecycle:\n      postStart:\n        httpGet:\n          path: /\n          port: 9\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
