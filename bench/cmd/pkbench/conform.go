@@ -227,6 +227,15 @@ var scenarios = []scenario{
 		"    startupProbe:\n      exec:\n        command: [\"sh\", \"-c\", \"exit 1\"]\n      periodSeconds: 1\n      failureThreshold: 2\n")},
 	{"poststart-http-refused", "a postStart httpGet hook to a port nothing listens on, under Always (the container exits 0 on SIGTERM)", podDoc("cf-pshttp", "Always", "", sh("c", sleeper)+
 		"    lifecycle:\n      postStart:\n        httpGet:\n          path: /\n          port: 9\n")},
+	{"inside-downward-metadata", "labels and annotations of a pod (app=web, note=hi) through the downward API: the annotation keys of a volume file, a label and an annotation by key in env", withMeta("  labels:\n    app: web\n  annotations:\n    note: hi\n", podDoc("cf-inmeta", "Never",
+		"  volumes:\n  - name: p\n    downwardAPI:\n      items:\n      - path: annotations\n        fieldRef:\n          fieldPath: metadata.annotations\n      - path: labels\n        fieldRef:\n          fieldPath: metadata.labels\n",
+		sh("c", "{ cut -d= -f1 /p/annotations | sort; echo ---; cat /p/labels; echo; echo app=$APP note=$NOTE; } > /dev/termination-log; sleep 2")+"    env:\n"+fieldEnv("APP", "metadata.labels['app']")+fieldEnv("NOTE", "metadata.annotations['note']")+
+			"    volumeMounts:\n    - name: p\n      mountPath: /p\n"))},
+	{"inside-host-ipc", "hostIPC: true: what /dev/shm is (type, size) and whether the host's IPC namespace is shared", podDoc("cf-inhostipc", "Never", "  hostIPC: true\n", sh("c", "{ grep ' /dev/shm ' /proc/self/mounts | cut -d' ' -f3; test \"$(readlink /proc/self/ns/ipc)\" = \"$(readlink /proc/1/ns/ipc)\" && echo same-as-pid1; } > /dev/termination-log; sleep 2"))},
+	{"inside-localhost", "two containers of one pod: b reaches a's httpd on 127.0.0.1 and sees a file a wrote to their shared emptyDir", podDoc("cf-inlocal", "Never",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n",
+		sh("a", "echo from-a > /d/f; "+webServer)+"    volumeMounts:\n    - name: d\n      mountPath: /d\n",
+		sh("b", "sleep 2; { wget -q -O - http://127.0.0.1:8080/; cat /d/f; } > /dev/termination-log 2>&1; sleep 1")+"    volumeMounts:\n    - name: d\n      mountPath: /d\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
@@ -314,6 +323,11 @@ func grpcPod(name, service string, kind ...string) string {
 // probe is an exec probe of a shell script at 1 s, failing after one try.
 func probe(kind, script string) string {
 	return netProbe(kind, fmt.Sprintf("exec:\n        command: [\"sh\", \"-c\", %q]", script))
+}
+
+// withMeta adds metadata lines (labels, annotations; indented for metadata) to a podDoc.
+func withMeta(meta, doc string) string {
+	return strings.Replace(doc, "\nspec:\n", "\n"+meta+"spec:\n", 1)
 }
 
 // fieldEnv is an env var from the downward API's fieldRef.
