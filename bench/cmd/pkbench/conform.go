@@ -236,6 +236,18 @@ var scenarios = []scenario{
 		"  volumes:\n  - name: d\n    emptyDir: {}\n",
 		sh("a", "echo from-a > /d/f; "+webServer)+"    volumeMounts:\n    - name: d\n      mountPath: /d\n",
 		sh("b", "sleep 2; { wget -q -O - http://127.0.0.1:8080/; cat /d/f; } > /dev/termination-log 2>&1; sleep 1")+"    volumeMounts:\n    - name: d\n      mountPath: /d\n")},
+	{"prestop-http-on-liveness-kill", "a liveness kill's preStop httpGet hook to the container's own httpd (a CGI that writes a file), printed by the next instance, under OnFailure", podDoc("cf-prestophttp", "OnFailure",
+		"  volumes:\n  - name: d\n    emptyDir: {}\n",
+		sh("c", "if [ -f /d/ran ]; then rm -f /d/kill-me; cat /d/hooked > /dev/termination-log 2>&1; sleep 2; exit 0; fi; touch /d/ran /d/kill-me; "+
+			"mkdir -p /www/cgi-bin && echo '#!/bin/sh' > /www/cgi-bin/h && echo 'echo hooked $REQUEST_METHOD $HTTP_USER_AGENT > /d/hooked; echo; echo ok' >> /www/cgi-bin/h && chmod +x /www/cgi-bin/h && "+
+			"httpd -f -p 8080 -h /www & trap \"exit 0\" TERM; sleep 3600 & wait")+
+			"    volumeMounts:\n    - name: d\n      mountPath: /d\n"+
+			"    lifecycle:\n      preStop:\n        httpGet:\n          path: /cgi-bin/h\n          port: 8080\n"+
+			probe("livenessProbe", "test ! -f /d/kill-me"))},
+	{"prestop-sleep-on-liveness-kill", "a liveness kill with a preStop sleep of 1 s (the container exits 0 on SIGTERM), under Always", podDoc("cf-prestopsleep", "Always", "", sh("c", sleeper)+
+		"    lifecycle:\n      preStop:\n        sleep:\n          seconds: 1\n"+probe("livenessProbe", "exit 1"))},
+	{"poststart-sleep", "a postStart sleep of 2 s before a sleeper, under Always", podDoc("cf-pssleep", "Always", "", sh("c", sleeper)+
+		"    lifecycle:\n      postStart:\n        sleep:\n          seconds: 2\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
