@@ -248,6 +248,9 @@ var scenarios = []scenario{
 		"    lifecycle:\n      preStop:\n        sleep:\n          seconds: 1\n"+probe("livenessProbe", "exit 1"))},
 	{"poststart-sleep", "a postStart sleep of 2 s before a sleeper, under Always", podDoc("cf-pssleep", "Always", "", sh("c", sleeper)+
 		"    lifecycle:\n      postStart:\n        sleep:\n          seconds: 2\n")},
+	{"inside-env-references", "env references: a duplicate name, a reference to a later var, to HOSTNAME, to the image's PATH, $$ and an empty value; and $(A) and $(PATH) in args", podDoc("cf-inenvref", "Never", "",
+		"  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", \"{ echo D=$D A=$A B=$B H=$H P=$P E=[$E] X=$X; echo \\\"$0 $1\\\"; } > /dev/termination-log; sleep 2\"]\n    args: [\"$(A)\", \"$(PATH)\"]\n"+
+			"    env:\n    - name: D\n      value: first\n    - name: D\n      value: second\n    - name: A\n      value: a-$(B)\n    - name: B\n      value: b\n    - name: H\n      value: h-$(HOSTNAME)\n    - name: P\n      value: p-$(PATH)\n    - name: E\n      value: \"\"\n    - name: X\n      value: x-$$(B)\n")},
 	{"termination-message-long", "a 5000-byte termination message, exit 2 under Never (the kubelet keeps at most 4096 bytes)", podDoc("cf-termlong", "Never", "", sh("c", "yes x | head -c 5000 > /dev/termination-log; exit 2"))},
 	{"fallback-logs-long", "FallbackToLogsOnError after 100 log lines, exit 1 under Never (the kubelet keeps the last 80 lines)", podDoc("cf-fallbacklong", "Never", "", sh("c", "seq 1 100; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
 	{"poststart-slow", "a postStart hook that takes 3 s (the container runs meanwhile)", podDoc("cf-poststartslow", "Always", "", sh("c", sleeper)+
