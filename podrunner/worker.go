@@ -44,7 +44,7 @@ type worker struct {
 	configErrs  map[string]*retryMemo   // container name -> start failures nothing was kept of
 	interrupts  map[string]*retryMemo   // container name -> starts an interrupted earlier create blocked
 	killedByUs  map[string]bool         // instances podkeeper stopped itself: no backoff charged
-	probeKilled map[string]bool         // instances stopped for a failed liveness or startup probe (ProbeKillDelay)
+	probeKilled map[string]bool         // instances stopped for a failed liveness or startup probe (their records' ProbeKilled)
 	reported    map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting  map[string]Waiting      // container name -> pull or config problem, until it starts
 	rejected    string                  // admission refusal reason last reported (admission.go)
@@ -265,7 +265,7 @@ func (w *worker) gate(pod *corev1.Pod, v PodView, now time.Time) RestartGate {
 			continue
 		}
 		delay, next := w.m.cfg.Backoff.Next(memo.state, latest.StartedAt, finished)
-		if c := specOf(pod, name); w.probeKilled[latest.ID] && c != nil && ProbeKillRestarts(pod, c) {
+		if c := specOf(pod, name); latest.ProbeKilled && c != nil && ProbeKillRestarts(pod, c) {
 			var prev *ContainerRecord
 			if len(rs) > 1 && rs[1].State == StateExited {
 				prev = &rs[1]

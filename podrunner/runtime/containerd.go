@@ -786,7 +786,8 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 	if err != nil {
 		return nil, err
 	}
-	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e, r.nodeAllocatable()) }, fileKeyLookup(r.cfg.RootDir, pod))
+	alloc := r.nodeAllocatable()
+	env, skipped, err := ContainerEnv(ctr, pod.Namespace, req.Config, func(e corev1.EnvVar) string { return resolveEnvSource(pod, ctr, e, alloc) }, fileKeyLookup(r.cfg.RootDir, pod))
 	if err != nil {
 		return nil, err // the kubelet's message as is: CreateContainerConfigError
 	}
@@ -827,7 +828,7 @@ func (r *Runtime) containerSpecOpts(ctx context.Context, image containerd.Image,
 		}
 		imageDirs[v.Name] = dir
 	}
-	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, r.nodeAllocatable(), r.rro, vars, imageDirs)
+	vols, rootfsPropagation, err := volumeMounts(r.cfg.RootDir, pod, ctr, req.Config, alloc, r.rro, vars, imageDirs)
 	if err != nil {
 		return nil, err
 	}

@@ -788,8 +788,9 @@ func (r *Runtime) RefreshVolumes(pod *corev1.Pod, lookup podrunner.ConfigLookup)
 	return refreshVolumes(r.cfg.RootDir, pod, lookup, r.nodeAllocatable())
 }
 
-// nodeAllocatable is what a container without limits may use: the machine's CPUs and memory
-// (resourceFieldRef limits default to it, as the kubelet's node allocatable).
+// nodeAllocatable is what a container without limits may use (resourceFieldRef limits default
+// to it, and it bounds a medium: Memory emptyDir): Config.Allocatable, else the machine's CPUs
+// and memory.
 func (r *Runtime) nodeAllocatable() corev1.ResourceList {
 	if r.cfg.Allocatable != nil {
 		return r.cfg.Allocatable
