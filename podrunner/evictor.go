@@ -13,7 +13,7 @@ import (
 
 // Node-pressure eviction, wired: with Config.Eviction set, the manager observes the node every
 // Interval (ObservePressure decides), reclaims what is cheap, and evicts at most one pod per
-// interval (RankForEviction). An evicted pod's containers are stopped with grace 0 and the pod
+// interval (RankForEviction). An evicted pod's containers are stopped with EvictionGrace and the pod
 // shows Failed/Evicted; since nothing else would bring a static pod back, podkeeper starts it
 // again (its containers re-created from scratch) once the node condition of the signal that
 // evicted it is False again and RestartAfterEviction has passed.
@@ -284,11 +284,7 @@ func (w *worker) evictionHold(ctx context.Context, pod *corev1.Pod, v PodView) (
 		w.m.rec.Eventf(pod, "", EventNormal, "Restarted", "Starting the pod again after its eviction: %s", why)
 		return false, true
 	}
-	grace := time.Duration(0)
-	if cond == "" {
-		grace = LocalStorageGrace
-	}
-	if nv, stopped := w.stopPodForGood(ctx, pod, v, grace); stopped {
+	if nv, stopped := w.stopPodForGood(ctx, pod, v, EvictionGrace); stopped {
 		v = nv
 	}
 	if rel := w.m.cfg.Eviction; !released && rel != nil && rel.Release != nil && !v.Running() && !sandboxRunning(v) {

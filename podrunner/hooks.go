@@ -18,11 +18,13 @@ import (
 
 // Lifecycle hooks (postStart, preStop) and the order of termination, as the kubelet does them:
 //
-//	stop(container):  preStop (inside the grace period) ─▶ stop signal ─▶ SIGKILL at the end
-//	                  of what is left of the grace period, never less than 2 s after a preStop.
+//	stop(container):  preStop (inside the grace period; left running if it outlasts it) ─▶ stop
+//	                  signal ─▶ SIGKILL at the end of what is left of the grace period, never
+//	                  less than 2 s after the signal.
 //	stop(pod):        every preStop at once; app containers (and running plain init containers)
 //	                  get their signal after their hook ─▶ sidecars, one by one in reverse spec
-//	                  order, with what is left of the one grace period.
+//	                  order, with what is left of the one grace period. A pod's termination
+//	                  grace is at least 1 s (terminationGrace).
 
 // Events about hooks, as the kubelet records them.
 const (
@@ -30,16 +32,19 @@ const (
 	ReasonFailedPreStopHook   = "FailedPreStopHook"
 )
 
-// minGraceAfterPreStop is the kubelet's minimum grace left to a container after its preStop
-// hook ran (minimumGracePeriodInSeconds).
-const minGraceAfterPreStop = 2 * time.Second
+// minStopGrace is the least time a container gets between its stop signal and SIGKILL, whatever
+// its grace period and whatever the preStop hook took of it (the kubelet's
+// minimumGracePeriodInSeconds: "always give containers a minimal shutdown window").
+const minStopGrace = 2 * time.Second
 
-// graceAfterPreStop is the grace left for the stop signal once a preStop hook took elapsed out
-// of grace. Pure.
-func graceAfterPreStop(grace, elapsed time.Duration) time.Duration {
-	left := grace - elapsed
-	if left < minGraceAfterPreStop {
-		left = minGraceAfterPreStop
+// graceLeft is the time a container gets between its stop signal and SIGKILL once its
+// termination spent hook on its preStop hook and turn waiting for its turn (a sidecar), counted
+// as the kubelet counts them: in whole seconds, each wait's fraction of a second not taken off;
+// never less than minStopGrace. Pure.
+func graceLeft(grace, hook, turn time.Duration) time.Duration {
+	left := grace - hook.Truncate(time.Second) - turn.Truncate(time.Second)
+	if left < minStopGrace {
+		left = minStopGrace
 	}
 	return left
 }
@@ -66,6 +71,9 @@ func hookURL(pod *corev1.Pod, c *corev1.Container, h *corev1.HTTPGetAction) (str
 type hookRunner struct {
 	rt     Runtime
 	client *http.Client
+	// leaveRunning: an exec handler still running when ctx ends is left to run (the kubelet's
+	// preStop: it stops waiting, and the hook ends with the container) instead of killed.
+	leaveRunning bool
 }
 
 // run executes one handler against container id and returns the kubelet's failure message with
@@ -75,7 +83,7 @@ func (h hookRunner) run(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	case lh.Exec != nil:
 		var out bytes.Buffer
 		w := &limitedWriter{w: &out, n: 10 * 1024}
-		code, err := h.rt.Exec(ctx, id, ExecRequest{Cmd: lh.Exec.Command, Stdout: w, Stderr: w})
+		code, err := h.rt.Exec(ctx, id, ExecRequest{Cmd: lh.Exec.Command, Stdout: w, Stderr: w, LeaveRunning: h.leaveRunning})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(lh.Exec.Command, " "), code, out.String())
 		}
@@ -288,38 +296,36 @@ func (w *worker) stopLocked(ctx context.Context, mu *sync.Mutex, pod *corev1.Pod
 }
 
 // kill stops one running container as the kubelet's killContainer: a Killing event with why, its
-// preStop hook inside the grace period, its turn (if ordered), then the stop signal and SIGKILL
-// with what is left (at least 2 s after a preStop or a wait for the turn).
+// preStop hook inside the grace period (a hook still running at its end is left to run: it ends
+// with the container), its turn (if ordered) inside what is left, then the stop signal and
+// SIGKILL after graceLeft.
 func (w *worker) kill(ctx context.Context, pod *corev1.Pod, r ContainerRecord, grace time.Duration, why string, turn <-chan struct{}) {
-	began := time.Now()
 	c := specOf(pod, r.Name)
 	w.m.rec.Eventf(pod, r.Name, EventNormal, ReasonKilling, "%s", why)
-	waited := false
+	var hook, waited time.Duration
 	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		began := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
-		msg, err := hookRunner{rt: w.m.rt}.run(hctx, w.podForRuntime(pod), c, r.ID, "PreStop", c.Lifecycle.PreStop)
+		msg, err := hookRunner{rt: w.m.rt, leaveRunning: true}.run(hctx, w.podForRuntime(pod), c, r.ID, "PreStop", c.Lifecycle.PreStop)
 		cancel()
 		if err != nil {
 			w.log.Warn("preStop hook failed", "container", r.Name, "err", err)
 			w.m.rec.Eventf(pod, r.Name, EventWarning, ReasonFailedPreStopHook, "%s", msg)
 		}
-		waited = true
+		hook = time.Since(began)
 	}
-	if turn != nil && grace > 0 {
-		t := time.NewTimer(time.Until(began.Add(grace)))
+	if rest := grace - hook.Truncate(time.Second); turn != nil && rest > 0 {
+		began := time.Now()
+		t := time.NewTimer(rest)
 		select {
 		case <-turn:
 		case <-t.C:
 		case <-ctx.Done():
 		}
 		t.Stop()
-		waited = true
+		waited = time.Since(began)
 	}
-	left := grace
-	if waited {
-		left = graceAfterPreStop(grace, time.Since(began))
-	}
-	if err := w.m.rt.StopContainer(ctx, r.ID, left); err != nil {
+	if err := w.m.rt.StopContainer(ctx, r.ID, graceLeft(grace, hook, waited)); err != nil {
 		w.log.Warn("stop container", "container", r.Name, "err", err)
 	}
 }

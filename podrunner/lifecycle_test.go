@@ -221,15 +221,33 @@ func TestPodPhaseSidecarDoesNotDecide(t *testing.T) {
 	}
 }
 
-func TestGraceAfterPreStop(t *testing.T) {
-	for _, tc := range []struct{ grace, elapsed, want time.Duration }{
-		{30 * time.Second, 5 * time.Second, 25 * time.Second},
-		{30 * time.Second, 29 * time.Second, 2 * time.Second},
-		{30 * time.Second, 31 * time.Second, 2 * time.Second},
-		{3 * time.Second, 0, 3 * time.Second},
+func TestGraceLeft(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct{ grace, hook, turn, want time.Duration }{
+		{30 * s, 5 * s, 0, 25 * s},
+		{30 * s, 29 * s, 0, 2 * s},
+		{30 * s, 31 * s, 0, 2 * s},
+		{3 * s, 0, 0, 3 * s},
+		// Whole seconds come off, as the kubelet counts them: 1.7 s of hook takes 1 s.
+		{4 * s, 1700 * time.Millisecond, 0, 3 * s},
+		{5 * s, 900 * time.Millisecond, 1900 * time.Millisecond, 4 * s},
+		{6 * s, 1 * s, 2500 * time.Millisecond, 3 * s},
+		// Every stop gets 2 s after the signal, a grace of 0 or 1 s too.
+		{0, 0, 0, 2 * s},
+		{1 * s, 0, 0, 2 * s},
 	} {
-		if got := graceAfterPreStop(tc.grace, tc.elapsed); got != tc.want {
-			t.Errorf("graceAfterPreStop(%s, %s) = %s, want %s", tc.grace, tc.elapsed, got, tc.want)
+		if got := graceLeft(tc.grace, tc.hook, tc.turn); got != tc.want {
+			t.Errorf("graceLeft(%s, %s, %s) = %s, want %s", tc.grace, tc.hook, tc.turn, got, tc.want)
+		}
+	}
+}
+
+func TestTerminationGrace(t *testing.T) {
+	for _, tc := range []struct{ spec, want time.Duration }{
+		{0, time.Second}, {time.Second, time.Second}, {30 * time.Second, 30 * time.Second},
+	} {
+		if got := terminationGrace(tc.spec); got != tc.want {
+			t.Errorf("terminationGrace(%s) = %s, want %s", tc.spec, got, tc.want)
 		}
 	}
 }

@@ -21,9 +21,11 @@ const (
 	SignalEphemeralContainerFsLimit Signal = "ephemeralcontainerfs.limit"
 )
 
-// LocalStorageGrace is the grace period of a pod evicted for a local storage limit (the kubelet's
-// immediate eviction: 1 s).
-const LocalStorageGrace = time.Second
+// EvictionGrace is the grace period of an evicted pod, for node pressure or a local storage
+// limit: the kubelet's immediate eviction (1 s; its soft evictions come to the same under the
+// default evictionMaxPodGracePeriod of 0, raised to its pod worker's least grace, 1 s). Its
+// containers get their preStop hooks for up to 1 s, then the stop signal and minStopGrace.
+const EvictionGrace = time.Second
 
 // LocalStorageUsage is what a pod wrote, in bytes, as the limits count it.
 type LocalStorageUsage struct {

@@ -72,10 +72,11 @@ type Runtime interface {
 	RemovePodFiles(podUID string) error
 
 	// Exec runs req.Cmd inside the running container id (its namespaces, cgroup, user and
-	// environment) and waits for it to end, returning its exit code. When ctx ends first, the
-	// exec'd process is killed with SIGKILL and ctx's error is returned (wrapped): probe and hook
-	// timeouts rely on this. Exec on a container that is not running returns an error wrapping
-	// ErrNotFound. Exec output never goes to the container's log.
+	// environment) and waits for it to end, returning its exit code. When ctx ends first, Exec
+	// returns ctx's error (wrapped) at once: the exec'd process is killed with SIGKILL (probe and
+	// hook timeouts rely on this) unless req.LeaveRunning, and in either case nothing more of its
+	// output reaches req's writers. Exec on a container that is not running returns an error
+	// wrapping ErrNotFound. Exec output never goes to the container's log.
 	Exec(ctx context.Context, id string, req ExecRequest) (int, error)
 
 	// Exits delivers a hint each time a podkeeper task exits, and one with no PodUID after a gap
@@ -113,6 +114,10 @@ type ExecRequest struct {
 	TTY    bool
 	// Resize carries terminal size changes for a TTY exec; nil when there are none.
 	Resize <-chan TermSize
+	// LeaveRunning: when ctx ends first, Exec returns at once and the process is left to run
+	// (its output no longer reaches Stdout and Stderr; it is cleaned up once it exits). Without
+	// it the process is killed.
+	LeaveRunning bool
 }
 
 // TermSize is a terminal's size in characters.

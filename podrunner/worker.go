@@ -716,7 +716,7 @@ func (w *worker) setWaiting(name, reason, msg string) {
 // terminatePod stops everything of the pod, removes its containers and files, and returns once
 // nothing of it is left (or ctx ends). The grace period is the pod's.
 func (w *worker) terminatePod(ctx context.Context, pod *corev1.Pod) {
-	grace := gracePeriod(pod)
+	grace := terminationGrace(gracePeriod(pod))
 	w.log.Info("terminating pod", "grace", grace)
 	w.m.probes.StopPod(string(w.uid), nil) // probes stop during termination
 	for attempt := 0; ctx.Err() == nil; attempt++ {
@@ -815,6 +815,13 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 func (w *worker) statusInput(pod *corev1.Pod, v PodView, plan Plan, terminating bool) StatusInput {
 	return StatusInput{Pod: pod, View: v, Plan: plan, StartTime: w.startTime, HostIP: w.m.cfg.HostIP,
 		Terminating: terminating, Now: time.Now(), Probes: w.probeStatus, RecursiveReadOnly: w.m.cfg.RecursiveReadOnly}
+}
+
+// terminationGrace is the grace period a pod that ends (removed, evicted) is stopped with: as
+// the kubelet's pod worker, never under 1 s, so a terminationGracePeriodSeconds of 0 still runs
+// the preStop hooks (for up to 1 s) and sends the stop signal (minStopGrace before SIGKILL). Pure.
+func terminationGrace(grace time.Duration) time.Duration {
+	return max(grace, time.Second)
 }
 
 func gracePeriod(pod *corev1.Pod) time.Duration {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,18 +55,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 		}
 	}
 
-	stdout, stderr := req.Stdout, req.Stderr
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
+	// The process (or a child holding its output) may write on after ctx ends and Exec returns:
+	// from then on its output is drained and dropped, never handed to the caller's writers.
+	gate := &outputGate{}
+	stdout, stderr := gate.wrap(req.Stdout), gate.wrap(req.Stderr)
 	var proc containerd.Process
+	procSet := make(chan struct{}) // closed once task.Exec has returned (proc is set or nil)
 	var stdin io.Reader
 	if req.Stdin != nil {
 		// The shim keeps the process's stdin open until told: close it when the reader ends.
+		// The copy starts inside task.Exec, so the reader may end before proc is known.
 		stdin = &closeOnEOF{r: req.Stdin, done: func() {
+			<-procSet
 			if proc != nil {
 				_ = proc.CloseIO(nctx, containerd.WithStdinCloser)
 			}
@@ -77,19 +78,22 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	}
 	execID := "exec-" + randomHex(6)
 	proc, err = task.Exec(nctx, execID, &pspec, cio.NewCreator(opts...))
+	close(procSet)
 	if err != nil {
 		return -1, fmt.Errorf("exec in %s: %w", id, err)
 	}
-	defer func() {
+	cleanup := func() {
 		dctx, cancel := context.WithTimeout(nctx, 5*time.Second)
 		defer cancel()
 		_, _ = proc.Delete(dctx, containerd.WithProcessKill)
-	}()
+	}
 	statusC, err := proc.Wait(nctx)
 	if err != nil {
+		cleanup()
 		return -1, fmt.Errorf("exec in %s: wait: %w", id, err)
 	}
 	if err := proc.Start(nctx); err != nil {
+		cleanup()
 		return -1, fmt.Errorf("exec in %s: start %q: %w", id, req.Cmd[0], err)
 	}
 	if initial != nil {
@@ -113,20 +117,72 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	select {
 	case st := <-statusC:
 		proc.IO().Wait()
+		cleanup()
 		code, _, err := st.Result()
 		if err != nil {
 			return -1, fmt.Errorf("exec in %s: %w", id, err)
 		}
 		return int(code), nil
 	case <-ctx.Done():
-		_ = proc.Kill(nctx, syscall.SIGKILL)
-		select {
-		case <-statusC:
-		case <-time.After(5 * time.Second):
+		gate.close()
+		if !req.LeaveRunning {
+			_ = proc.Kill(nctx, syscall.SIGKILL)
 		}
-		proc.IO().Cancel()
-		return -1, fmt.Errorf("exec in %s: %q killed: %w", id, req.Cmd[0], ctx.Err())
+		// The process's end and its delete (which waits up to 2 s in the shim for output still
+		// held open, by a child of a killed shell) are not waited for.
+		go func() {
+			if req.LeaveRunning {
+				<-statusC // at the latest when the container ends
+			} else {
+				select {
+				case <-statusC:
+				case <-time.After(5 * time.Second):
+				}
+			}
+			proc.IO().Cancel()
+			cleanup()
+		}()
+		how := "killed"
+		if req.LeaveRunning {
+			how = "left running"
+		}
+		return -1, fmt.Errorf("exec in %s: %q %s: %w", id, req.Cmd[0], how, ctx.Err())
 	}
+}
+
+// outputGate hands an exec's output to the caller's writers until closed, and drops it after.
+type outputGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *outputGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// wrap is w behind the gate (io.Discard for nil). Writes through every wrapper of one gate are
+// serialized.
+func (g *outputGate) wrap(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return gatedWriter{g: g, w: w}
+}
+
+type gatedWriter struct {
+	g *outputGate
+	w io.Writer
+}
+
+func (gw gatedWriter) Write(p []byte) (int, error) {
+	gw.g.mu.Lock()
+	defer gw.g.mu.Unlock()
+	if gw.g.closed {
+		return len(p), nil
+	}
+	return gw.w.Write(p)
 }
 
 func notFound(err error) error {

@@ -371,13 +371,43 @@ func TestExecRunsInContainerAndTimeoutKills(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("hanging exec returned after %s", d)
 	}
-	// The killed process is gone: only the app's sleep 1000 remains.
-	out.Reset()
-	if _, err := rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"ps", "-o", "args"}, Stdout: &out}); err != nil {
-		t.Fatal(err)
+	// The killed process is gone (it was sent SIGKILL before Exec returned): only the app's
+	// sleep 1000 remains.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		out.Reset()
+		if _, err := rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"ps", "-o", "args"}, Stdout: &out}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "sleep 100\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed-out exec still running:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if strings.Contains(out.String(), "sleep 100\n") {
-		t.Fatalf("timed-out exec still running:\n%s", out.String())
+	// LeaveRunning (a preStop hook past its grace period): Exec returns at the deadline, the
+	// process runs on, and what it writes after no longer reaches the caller.
+	lctx, lcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer lcancel()
+	var late strings.Builder
+	_, err = rt.Exec(lctx, id, podrunner.ExecRequest{Cmd: []string{"sh", "-c", "echo early; sleep 1; echo late; echo done > /tmp/late"},
+		Stdout: &late, LeaveRunning: true})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("exec left running: err %v, want deadline exceeded", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out.Reset()
+		if _, err := rt.Exec(ctx, id, podrunner.ExecRequest{Cmd: []string{"cat", "/tmp/late"}, Stdout: &out}); err == nil && out.String() == "done\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exec left running did not finish its command")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := late.String(); strings.Contains(got, "late") {
+		t.Fatalf("output after the deadline reached the caller: %q", got)
 	}
 	if _, err := rt.Exec(ctx, "no-such-container", podrunner.ExecRequest{Cmd: []string{"true"}}); !errors.Is(err, podrunner.ErrNotFound) {
 		t.Fatalf("exec in missing container: %v", err)

@@ -445,15 +445,16 @@ const hostCreateDir = "/tmp/podkeeper-conformance-create"
 
 func runConformance(ctx context.Context, o options, settle time.Duration) error {
 	defer os.RemoveAll(hostCreateDir)
+	terms := termScenarios
 	if o.scenarios != "" {
-		picked, err := pickScenarios(scenarios, o.scenarios)
+		var err error
+		scenarios, terms, err = pickScenarios(scenarios, terms, o.scenarios)
 		if err != nil {
 			return err
 		}
-		scenarios = picked
 	}
 	if o.manifests != "" {
-		return writeManifests(o.manifests, scenarios)
+		return writeManifests(o.manifests, append(append([]scenario{}, scenarios...), terms...))
 	}
 	binDir, err := testenv.Binaries()
 	if err != nil {
@@ -532,10 +533,7 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 			case <-time.After(time.Second):
 			}
 		}
-		if b == nb-1 {
-			break
-		}
-		// The next batch starts once this one is gone from both.
+		// The next batch (or the termination scenarios) starts once this one is gone from both.
 		for _, s := range batch {
 			for _, dir := range []string{pk.manifests, kb.manifests} {
 				if err := os.Remove(filepath.Join(dir, s.name+".yaml")); err != nil {
@@ -553,6 +551,15 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 			if err := pause(ctx, time.Second); err != nil {
 				return err
 			}
+		}
+	}
+	var termEvents []termEvent
+	if len(terms) > 0 {
+		if termEvents, err = runTermination(ctx, pk, kb, terms); err != nil {
+			return err
+		}
+		if o.scenarios != "" {
+			fmt.Print(termMarkdown(terms, termEvents))
 		}
 	}
 	var diffs, seenDiffs []difference
@@ -581,6 +588,9 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		seenDiffs = append(seenDiffs, d...)
 	}
 	md := conformanceMarkdown(settle, total, diffs, seenTotal, seenDiffs)
+	if len(terms) > 0 {
+		md += termMarkdown(terms, termEvents)
+	}
 	fmt.Println(md)
 	if o.out != "" {
 		// What each difference means is written by hand next to the generated file.
@@ -614,41 +624,48 @@ func brief(p *corev1.Pod) string {
 	return out
 }
 
-// pickScenarios is the scenarios of all named in list (comma separated), in all's order.
-// writeManifests writes each scenario's manifest to dir/<scenario>.yaml.
+// writeManifests writes each scenario's manifest to dir/<scenario>.yaml (a termination
+// scenario's containers writing under termBase).
 func writeManifests(dir string, list []scenario) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, s := range list {
-		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.spec), 0o644); err != nil {
+		spec := strings.ReplaceAll(s.spec, outDir, filepath.Join(termBase, s.name))
+		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(spec), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func pickScenarios(all []scenario, list string) ([]scenario, error) {
+// pickScenarios is the status and termination scenarios named in list (comma separated), each
+// in its list's order.
+func pickScenarios(all, terms []scenario, list string) ([]scenario, []scenario, error) {
 	want := map[string]bool{}
 	for _, n := range strings.Split(list, ",") {
 		want[strings.TrimSpace(n)] = true
 	}
-	var out []scenario
-	for _, s := range all {
-		if want[s.name] {
-			out = append(out, s)
-			delete(want, s.name)
+	pick := func(from []scenario) []scenario {
+		var out []scenario
+		for _, s := range from {
+			if want[s.name] {
+				out = append(out, s)
+				delete(want, s.name)
+			}
 		}
+		return out
 	}
+	out, outTerms := pick(all), pick(terms)
 	if len(want) > 0 {
 		var unknown []string
 		for n := range want {
 			unknown = append(unknown, n)
 		}
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("no such conformance scenario: %s", strings.Join(unknown, ", "))
+		return nil, nil, fmt.Errorf("no such conformance scenario: %s", strings.Join(unknown, ", "))
 	}
-	return out, nil
+	return out, outTerms, nil
 }
 
 func podNameOf(spec string) string {
