@@ -41,6 +41,11 @@ func TestProbeValidation(t *testing.T) {
 			[]string{"livenessProbe.grpc.port: Invalid value: 0", `readinessProbe.httpGet.scheme: Unsupported value: "FTP"`}},
 		{"empty exec", "    startupProbe:\n      exec:\n        command: []\n",
 			[]string{"spec.containers[0].startupProbe.exec.command: Required value"}},
+		// A sleep hook may not outlast the grace period (the pod's default 30 s here), as the
+		// kubelet refuses such a static pod (make conformance's first try of a 5 s sleep with a
+		// grace of 2 s: the kubelet never ran it, podkeeper did).
+		{"sleep hook longer than the grace period", "    lifecycle:\n      preStop:\n        sleep:\n          seconds: 31\n",
+			[]string{"spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: 31: must be non-negative and less than terminationGracePeriodSeconds (30)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -365,8 +365,8 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 	if c.Lifecycle != nil {
 		lp := p.Child("lifecycle")
-		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PostStart, lp.Child("postStart"))...)
-		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PreStop, lp.Child("preStop"))...)
+		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PostStart, lp.Child("postStart"), spec.TerminationGracePeriodSeconds)...)
+		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PreStop, lp.Child("preStop"), spec.TerminationGracePeriodSeconds)...)
 	}
 	if sc := c.SecurityContext; sc != nil {
 		sp := p.Child("securityContext")
@@ -758,7 +758,10 @@ func validateProbe(pr *corev1.Probe, p *field.Path, successMustBeOne bool) field
 	return errs
 }
 
-func validateLifecycleHandler(h *corev1.LifecycleHandler, p *field.Path) field.ErrorList {
+// validateLifecycleHandler checks one hook; grace is the pod's terminationGracePeriodSeconds
+// (nil: not checked against it): a sleep may not outlast it, as the API server's validation and
+// the kubelet's for static pods have it.
+func validateLifecycleHandler(h *corev1.LifecycleHandler, p *field.Path, grace *int64) field.ErrorList {
 	if h == nil {
 		return nil
 	}
@@ -768,6 +771,10 @@ func validateLifecycleHandler(h *corev1.LifecycleHandler, p *field.Path) field.E
 		n++
 		if h.Sleep.Seconds < 0 {
 			return field.ErrorList{field.Invalid(p.Child("sleep").Child("seconds"), h.Sleep.Seconds, "must be greater than or equal to 0")}
+		}
+		if grace != nil && h.Sleep.Seconds > *grace {
+			return field.ErrorList{field.Invalid(p.Child("sleep").Child("seconds"), h.Sleep.Seconds,
+				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace))}
 		}
 	}
 	if n == 1 && (ph.Exec != nil || ph.HTTPGet != nil || ph.TCPSocket != nil) {

@@ -215,10 +215,11 @@ func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return fmt.Errorf("PostStartHookError: %s", msg)
 }
 
-// stopOrder splits a pod's running containers into the ones stopped first, together (app
-// containers and plain init containers), and the sidecars stopped after them, one by one in
-// reverse spec order. Containers no longer in the spec stop with the first group. Pure.
-func stopOrder(pod *corev1.Pod, v PodView) (first []ContainerRecord, sidecars []ContainerRecord) {
+// stopOrder splits a pod's running containers as the kubelet's termination ordering does: the
+// app containers (spec.containers), whose end the sidecars wait for; the others stopped beside
+// them without being waited for (a running plain init container, a container no longer in the
+// spec); and the sidecars, stopped one by one in reverse spec order after the apps. Pure.
+func stopOrder(pod *corev1.Pod, v PodView) (apps, beside, sidecars []ContainerRecord) {
 	side := map[string]bool{}
 	for _, id := range runningSidecars(pod, v) {
 		side[id] = true
@@ -230,6 +231,10 @@ func stopOrder(pod *corev1.Pod, v PodView) (first []ContainerRecord, sidecars []
 			}
 		}
 	}
+	app := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		app[c.Name] = true
+	}
 	names := make([]string, 0, len(v.Containers))
 	for n := range v.Containers {
 		names = append(names, n)
@@ -237,33 +242,41 @@ func stopOrder(pod *corev1.Pod, v PodView) (first []ContainerRecord, sidecars []
 	sort.Strings(names)
 	for _, n := range names {
 		r := v.Containers[n][0]
-		if r.State == StateRunning && !side[r.ID] {
-			first = append(first, r)
+		switch {
+		case r.State != StateRunning || side[r.ID]:
+		case app[n] && r.Kind == KindApp:
+			apps = append(apps, r)
+		default:
+			beside = append(beside, r)
 		}
 	}
-	return first, sidecars
+	return apps, beside, sidecars
 }
 
 // stopContainers stops every running container of the pod (not the sandbox) inside one grace
 // period, as the kubelet orders it: every container starts terminating at once (its preStop hook
-// runs now), the app containers get their stop signal right after their hook, and each sidecar
-// waits for its turn (all app containers gone, then the sidecar after it in the spec) before its
-// stop signal, with what is left of the grace period (at least 2 s).
+// runs now), the app containers and the others beside them get their stop signal right after
+// their hook, and each sidecar waits for its turn (all app containers gone, then the sidecar
+// after it in the spec; a running plain init container is not waited for) before its stop
+// signal, with what is left of the grace period (at least 2 s).
 func (w *worker) stopContainers(ctx context.Context, pod *corev1.Pod, v PodView, grace time.Duration) {
-	first, sidecars := stopOrder(pod, v)
+	apps, beside, sidecars := stopOrder(pod, v)
 	var mu sync.Mutex // killedByUs is touched from the goroutines
-	var apps, all sync.WaitGroup
+	var appsWG, all sync.WaitGroup
 	appsDone := make(chan struct{})
-	for _, r := range first {
-		apps.Add(1)
+	for _, r := range apps {
+		appsWG.Add(1)
 		all.Add(1)
 		go func() {
 			defer all.Done()
-			defer apps.Done()
+			defer appsWG.Done()
 			w.stopLocked(ctx, &mu, pod, r, grace, nil)
 		}()
 	}
-	go func() { apps.Wait(); close(appsDone) }()
+	for _, r := range beside {
+		all.Go(func() { w.stopLocked(ctx, &mu, pod, r, grace, nil) })
+	}
+	go func() { appsWG.Wait(); close(appsDone) }()
 	prev := appsDone
 	for _, r := range sidecars {
 		done := make(chan struct{})

@@ -29,6 +29,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("HTTPPreStopFromTheHost", func(t *testing.T) { t.Parallel(); httpPreStop(t, a) })
 	t.Run("GraceZeroStillStopsGracefully", func(t *testing.T) { t.Parallel(); graceZero(t, a) })
 	t.Run("PreStopOutlastingTheGrace", func(t *testing.T) { t.Parallel(); preStopOutlastsGrace(t, a) })
+	t.Run("RemovedDuringInitSidecarNotHeld", func(t *testing.T) { t.Parallel(); removedDuringInit(t, a) })
 	t.Run("LifecycleExample", func(t *testing.T) { t.Parallel(); lifecycleExample(t, a) })
 }
 
@@ -461,5 +462,26 @@ func preStopOutlastsGrace(t *testing.T, shared *agent) {
 	}
 	if end < term {
 		t.Errorf("hook ended %.2f s before the SIGTERM", term-end)
+	}
+}
+
+// Removed while a plain init container runs after a sidecar: as the kubelet's termination
+// ordering, the sidecar waits for the app containers only (none runs yet), so it gets its
+// SIGTERM at once, not after the init container ended. podkeeper used to hold it.
+func removedDuringInit(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	vol, mount, dir := hostDir(t)
+	side := shContainer("side", "trap 'echo side-term >> /host/log; exit 0' TERM; echo side-up >> /host/log; while true; do sleep 0.2; done",
+		mount+"    restartPolicy: Always\n")
+	init := shContainer("init", "trap 'sleep 2; echo init-end >> /host/log; exit 0' TERM; echo init-up >> /host/log; while true; do sleep 0.2; done", mount)
+	a.write("duringinit.yaml", podYAML("duringinit", "Always", 10, vol+initSection(side, init), shContainer("main", "sleep 3600", "")))
+	a.eventually(60*time.Second, "the sidecar and the init container up", func() (bool, string) {
+		got := strings.Join(readLines(dir), ",")
+		return strings.Contains(got, "side-up") && strings.Contains(got, "init-up"), got
+	})
+	a.remove("duringinit.yaml")
+	a.waitGone(30*time.Second, "duringinit-e2e", "")
+	if got := readLines(dir); !inOrder(got, []string{"side-term", "init-end"}) {
+		t.Fatalf("log %v, want the sidecar's SIGTERM before the init container (2 s to exit) ended", got)
 	}
 }

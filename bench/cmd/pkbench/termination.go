@@ -33,14 +33,17 @@ const termTolerance = 0.5
 // termC is container name of a termination scenario. It logs its start and its stop signal,
 // then runs onTerm ("exit 0": exits; "": keeps running until killed; "-": no handler at all, so
 // as the pid namespace's init it ignores SIGTERM). extra is more container lines.
-func termC(name, onTerm, extra string) string {
+func termC(name, onTerm, extra string) string { return termCSetup(name, "", onTerm, extra) }
+
+// termCSetup is termC whose script begins with setup (a shell line ending in "; ").
+func termCSetup(name, setup, onTerm, extra string) string {
 	trap := fmt.Sprintf("trap 't term; %s' TERM; ", onTerm)
 	if onTerm == "-" {
 		trap = ""
 	}
 	script := fmt.Sprintf(`t() { read u _ </proc/uptime; echo "%s:$1 $u" >>/out/log; }; `+
 		`(while :; do read u _ </proc/uptime; echo $u >>/out/%s.alive; sleep 0.1; done) & `+
-		`t start; %swhile :; do sleep 3600 & wait; done`, name, name, trap)
+		`%st start; %swhile :; do sleep 3600 & wait; done`, name, name, setup, trap)
 	return sh(name, script) + "    volumeMounts:\n    - name: out\n      mountPath: /out\n" + extra
 }
 
@@ -59,6 +62,16 @@ func termPod(name string, grace int, extra string, containers ...string) string 
 
 const sidecarAlways = "    restartPolicy: Always\n"
 
+// httpStopHook serves a CGI at :8080/cgi-bin/stop (busybox httpd) that logs container name's
+// preStop start, sleeps 1 s and logs its end: the setup of a termCSetup whose preStop is an
+// httpGet of it.
+func httpStopHook(name string) string {
+	return fmt.Sprintf(`mkdir -p /www/cgi-bin && printf '%%s\n' '#!/bin/sh' `+
+		`'read u _ </proc/uptime; echo "%s:prestop $u" >>/out/log' 'sleep 1' `+
+		`'read u _ </proc/uptime; echo "%s:prestop-end $u" >>/out/log' 'echo Content-type: text/plain' echo 'echo ok' `+
+		`> /www/cgi-bin/stop && chmod +x /www/cgi-bin/stop && httpd -p 8080 -h /www; `, name, name)
+}
+
 var termScenarios = []scenario{
 	{"term-exit", "exits at once on SIGTERM (grace 3 s)", termPod("tm-exit", 3, "", termC("c", "exit 0", ""))},
 	{"term-ignore", "logs SIGTERM and keeps running (grace 3 s): killed at the end of the grace period", termPod("tm-ignore", 3, "", termC("c", "", ""))},
@@ -74,6 +87,11 @@ var termScenarios = []scenario{
 	{"term-sidecar", "a sidecar kept running on SIGTERM and an app taking 1 s to exit (grace 5 s): the sidecar's signal after the app ended", termPod("tm-sidecar", 5, "  initContainers:\n"+termC("side", "", sidecarAlways), termC("c", "sleep 1; exit 0", ""))},
 	{"term-sidecars-order", "two sidecars, each 0.5 s to exit, and an app that exits at once: the sidecars end in reverse order", termPod("tm-sidecars", 5, "  initContainers:\n"+termC("s1", "sleep 0.5; exit 0", sidecarAlways)+termC("s2", "sleep 0.5; exit 0", sidecarAlways), termC("c", "exit 0", ""))},
 	{"term-sidecar-prestop", "a sidecar with a preStop hook of 1 s and an app taking 2 s to exit (grace 6 s): the sidecar's hook runs at once, its signal after the app", termPod("tm-sidecarps", 6, "  initContainers:\n"+termC("side", "exit 0", sidecarAlways+preStopExec("side", "1", 0)), termC("c", "sleep 2; exit 0", ""))},
+	{"term-prestop-http", "a preStop httpGet hook to the container's own httpd (a CGI logging its start, 1 s, its end), SIGTERM kept running (grace 4 s)", termPod("tm-prestophttp", 4, "", termCSetup("c", httpStopHook("c"), "", "    lifecycle:\n      preStop:\n        httpGet:\n          path: /cgi-bin/stop\n          port: 8080\n"))},
+	{"term-prestop-sleep-whole-grace", "a preStop sleep as long as the grace period, 2 s (a longer one is refused, by both), SIGTERM kept running", termPod("tm-sleeplong", 2, "", termC("c", "", "    lifecycle:\n      preStop:\n        sleep:\n          seconds: 2\n"))},
+	{"term-two-prestops", "two containers with a preStop hook of 1 s each (run at once), both exit on SIGTERM (grace 4 s)", termPod("tm-twops", 4, "", termC("a", "exit 0", preStopExec("a", "1", 0)), termC("b", "exit 0", preStopExec("b", "1", 0)))},
+	{"term-sidecar-slow-app", "an app kept running on SIGTERM (grace 4 s) and a sidecar that exits on it: the sidecar's turn comes with the app's SIGKILL, and it still gets its signal", termPod("tm-sideslow", 4, "  initContainers:\n"+termC("side", "exit 0", sidecarAlways), termC("c", "", ""))},
+	{"term-sidecar-init-running", "removed while a plain init container runs (1 s to exit on SIGTERM) after a sidecar (kept running on it; grace 4 s)", termPod("tm-sideinit", 4, "  initContainers:\n"+termC("side", "", sidecarAlways)+termC("init", "sleep 1; exit 0", ""), termC("c", "exit 0", ""))},
 	{"term-init-running", "removed while its init container runs (kept running on SIGTERM, grace 3 s)", termPod("tm-initrun", 3, "  initContainers:\n"+termC("init", "", ""), termC("c", "exit 0", ""))},
 }
 
