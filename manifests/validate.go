@@ -144,9 +144,8 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	if pod.Spec.DNSPolicy == corev1.DNSNone && (pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) == 0) {
 		errs = append(errs, field.Required(spec.Child("dnsConfig").Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
 	}
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
-	}
+	// A negative terminationGracePeriodSeconds is accepted, as the kubelet accepts it in a static
+	// pod (the API server turns it into 1 on create): it stops as 0 does (terminationGrace).
 	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d < 1 {
 		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *d, "must be between 1 and 2147483647, inclusive"))
 	}
@@ -182,12 +181,22 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			errs = append(errs, nonNegativeID(sp.Child("supplementalGroups").Index(i), &g)...)
 		}
 		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
+		seen := sets.New[string]()
 		for i, s := range sc.Sysctls {
-			if s.Name == "" {
-				errs = append(errs, field.Required(sp.Child("sysctls").Index(i).Child("name"), ""))
+			np := sp.Child("sysctls").Index(i).Child("name")
+			switch {
+			case s.Name == "":
+				errs = append(errs, field.Required(np, ""))
+			case seen.Has(s.Name):
+				errs = append(errs, field.Duplicate(np, s.Name))
 			}
+			seen.Insert(s.Name)
+		}
+		if p := sc.FSGroupChangePolicy; p != nil && *p != corev1.FSGroupChangeAlways && *p != corev1.FSGroupChangeOnRootMismatch {
+			errs = append(errs, field.NotSupported(sp.Child("fsGroupChangePolicy"), *p, []corev1.PodFSGroupChangePolicy{corev1.FSGroupChangeAlways, corev1.FSGroupChangeOnRootMismatch}))
 		}
 	}
+	errs = append(errs, validateSpecMore(&pod.Spec, spec)...)
 	return errs
 }
 
@@ -258,6 +267,25 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], fie
 			}
 			errs = append(errs, validateMode(cp.Child("defaultMode"), v.ConfigMap.DefaultMode)...)
 			errs = append(errs, validateItems(cp.Child("items"), v.ConfigMap.Items)...)
+		case v.DownwardAPI != nil:
+			dp := vp.Child("downwardAPI")
+			errs = append(errs, validateMode(dp.Child("defaultMode"), v.DownwardAPI.DefaultMode)...)
+			errs = append(errs, validateDownwardItems(v.DownwardAPI.Items, dp.Child("items"))...)
+		case v.Projected != nil:
+			pp := vp.Child("projected")
+			errs = append(errs, validateMode(pp.Child("defaultMode"), v.Projected.DefaultMode)...)
+			for j, src := range v.Projected.Sources {
+				sp := pp.Child("sources").Index(j)
+				if src.DownwardAPI != nil {
+					errs = append(errs, validateDownwardItems(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))...)
+				}
+				if src.ConfigMap != nil {
+					errs = append(errs, validateItems(sp.Child("configMap", "items"), src.ConfigMap.Items)...)
+				}
+				if src.Secret != nil {
+					errs = append(errs, validateItems(sp.Child("secret", "items"), src.Secret.Items)...)
+				}
+			}
 		case v.Secret != nil:
 			sp := vp.Child("secret")
 			if v.Secret.SecretName == "" {
@@ -360,6 +388,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 	errs = append(errs, validateEnv(c, p, spec)...)
 	errs = append(errs, validateMounts(c, p, vols, spec)...)
 	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
+	errs = append(errs, validateResizePolicy(c.ResizePolicy, p.Child("resizePolicy"))...)
 	errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
 	errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"), true)...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
@@ -621,17 +650,40 @@ func validateResources(r corev1.ResourceRequirements, p *field.Path) field.Error
 			if q.Sign() < 0 {
 				errs = append(errs, field.Invalid(kp, q.String(), "must be greater than or equal to 0"))
 			}
+			if extendedResource(name) && q.MilliValue()%1000 != 0 {
+				errs = append(errs, field.Invalid(kp, q.String(), "must be an integer"))
+			}
 		}
 	}
 	check(r.Limits, p.Child("limits"))
 	check(r.Requests, p.Child("requests"))
 	for _, name := range sortedKeys(r.Requests) {
 		req := r.Requests[corev1.ResourceName(name)]
-		if lim, ok := r.Limits[corev1.ResourceName(name)]; ok && req.Cmp(lim) > 0 {
+		lim, ok := r.Limits[corev1.ResourceName(name)]
+		switch {
+		case ok && req.Cmp(lim) != 0 && !overcommittable(name):
+			errs = append(errs, field.Invalid(p.Child("requests"), req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, lim.String())))
+		case ok && req.Cmp(lim) > 0:
 			errs = append(errs, field.Invalid(p.Child("requests").Key(name), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		case !ok && !overcommittable(name):
+			errs = append(errs, field.Required(p.Child("limits"), "Limit must be set for non overcommitable resources"))
 		}
 	}
 	return errs
+}
+
+// overcommittable reports whether a resource may be requested below its limit, as the API has
+// it: native resources (no domain, or a kubernetes.io one) but hugepages. Extended resources
+// (example.com/gpu) and hugepages are asked for whole: request equal to limit.
+func overcommittable(name string) bool {
+	native := !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/")
+	return native && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
+}
+
+// extendedResource reports whether name is an extended resource (a domain other than
+// kubernetes.io), whose quantities are whole numbers.
+func extendedResource(name string) bool {
+	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, "requests.")
 }
 
 // validatePodResources checks pod-level resources (spec.resources) as the API server does: only

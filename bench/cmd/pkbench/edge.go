@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Manifests on the edge of validity: whether each side runs the pod or refuses the file is
+// compared (a pod both refuse is one field that agrees; one side listing it is a difference).
+// The kubelet validates a static pod as the API server validates a pod's creation; podkeeper
+// has its own validation (manifests/validate.go), and these look for the checks it lacks or
+// has in excess. ConfigMap, Secret and ServiceAccount references are left out: podkeeper takes
+// them from its directory on purpose, where the kubelet refuses a static pod that has them.
+
+// vc is a valid sleeper container named name with more container lines.
+func vc(name, extra string) string {
+	return fmt.Sprintf("  - name: %s\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sleep\", \"3600\"]\n%s", name, extra)
+}
+
+// edge is a scenario of a pod with spec lines extra (before containers) and containers.
+func edge(name, what, extra string, containers ...string) scenario {
+	return scenario{"edge-" + name, what, podDoc("ed-"+name, "Always", extra, containers...)}
+}
+
+// edgeMeta is edge with more metadata lines.
+func edgeMeta(name, what, meta string) scenario {
+	s := edge(name, what, "", vc("c", ""))
+	s.spec = withMeta(meta, s.spec)
+	return s
+}
+
+var edgeScenarios = []scenario{
+	edge("dup-names", "an init container and an app container of one name", "  initContainers:\n"+vc("c", ""), vc("c", "")),
+	edge("env-name-equals", "an env var name with '='", "", vc("c", "    env:\n    - name: \"A=B\"\n      value: x\n")),
+	edge("env-value-and-from", "an env var with both value and valueFrom", "", vc("c", "    env:\n    - name: A\n      value: x\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.name\n")),
+	edge("env-bad-fieldpath", "an env var from an unsupported fieldPath", "", vc("c", "    env:\n    - name: A\n      valueFrom:\n        fieldRef:\n          fieldPath: spec.containers\n")),
+	edge("dup-volumes", "two volumes of one name", "  volumes:\n  - name: v\n    emptyDir: {}\n  - name: v\n    emptyDir: {}\n", vc("c", "")),
+	edge("volume-two-sources", "a volume with two sources", "  volumes:\n  - name: v\n    emptyDir: {}\n    hostPath:\n      path: /tmp\n", vc("c", "")),
+	edge("hostpath-backsteps", "a hostPath with '..'", "  volumes:\n  - name: v\n    hostPath:\n      path: /tmp/../etc\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n")),
+	edge("hostpath-relative", "a relative hostPath", "  volumes:\n  - name: v\n    hostPath:\n      path: tmp\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n")),
+	edge("dup-mountpath", "two mounts at one path", "  volumes:\n  - name: a\n    emptyDir: {}\n  - name: b\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x\n    - name: b\n      mountPath: /x\n")),
+	edge("subpath-absolute", "an absolute subPath", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x\n      subPath: /abs\n")),
+	edge("subpath-backsteps", "a subPath with '..'", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x\n      subPath: a/../../b\n")),
+	edge("mountpath-relative", "a relative mountPath", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: x\n")),
+	edge("dup-hostport", "two containers with one hostPort", "", vc("a", "    ports:\n    - containerPort: 80\n      hostPort: 18080\n"), vc("b", "    ports:\n    - containerPort: 81\n      hostPort: 18080\n")),
+	edge("dup-port-names", "two ports of one name", "", vc("c", "    ports:\n    - name: web\n      containerPort: 80\n    - name: web\n      containerPort: 81\n")),
+	edge("port-name-long", "a port name of 16 characters", "", vc("c", "    ports:\n    - name: abcdefghijklmnop\n      containerPort: 80\n")),
+	edge("resource-unknown", "a request of an unknown resource without a domain", "", vc("c", "    resources:\n      requests:\n        widgets: \"1\"\n")),
+	edge("resource-negative", "a negative memory request", "", vc("c", "    resources:\n      requests:\n        memory: -1Mi\n")),
+	edge("extended-fraction", "an extended resource asked as a fraction", "", vc("c", "    resources:\n      requests:\n        example.com/gpu: 500m\n      limits:\n        example.com/gpu: 500m\n")),
+	edge("extended-no-limit", "an extended resource requested without a limit", "", vc("c", "    resources:\n      requests:\n        example.com/gpu: \"1\"\n")),
+	edge("run-as-negative", "runAsUser -1", "", vc("c", "    securityContext:\n      runAsUser: -1\n")),
+	edge("seccomp-localhost-noprofile", "a Localhost seccomp profile without localhostProfile", "", vc("c", "    securityContext:\n      seccompProfile:\n        type: Localhost\n")),
+	edge("dns-none-noconfig", "dnsPolicy None without dnsConfig", "  dnsPolicy: None\n", vc("c", "")),
+	edge("dns-four-nameservers", "dnsConfig with 4 nameservers", "  dnsConfig:\n    nameservers: [1.1.1.1, 1.1.1.2, 1.1.1.3, 1.1.1.4]\n", vc("c", "")),
+	edge("dns-bad-nameserver", "dnsConfig with a nameserver that is not an IP", "  dnsConfig:\n    nameservers: [dns.example]\n", vc("c", "")),
+	edge("hostname-upper", "a hostname with capitals", "  hostname: Web\n", vc("c", "")),
+	edge("subdomain-bad", "a subdomain with an underscore", "  subdomain: a_b\n", vc("c", "")),
+	edge("hostalias-bad-ip", "a hostAlias whose ip is not an IP", "  hostAliases:\n  - ip: x\n    hostnames: [a]\n", vc("c", "")),
+	edge("deadline-zero", "activeDeadlineSeconds 0", "  activeDeadlineSeconds: 0\n", vc("c", "")),
+	{"edge-grace-negative", "terminationGracePeriodSeconds -1", strings.Replace(podDoc("ed-grace-negative", "Always", "", vc("c", "")), "terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: -1", 1)},
+	edge("init-restart-never", "an init container with restartPolicy Never", "  initContainers:\n"+vc("i", "    restartPolicy: Never\n"), vc("c", "")),
+	edge("init-readiness", "a readiness probe on a plain init container", "  initContainers:\n"+vc("i", "    readinessProbe:\n      exec:\n        command: [\"true\"]\n"), vc("c", "")),
+	edge("init-lifecycle", "a lifecycle hook on a plain init container", "  initContainers:\n"+vc("i", "    lifecycle:\n      preStop:\n        exec:\n          command: [\"true\"]\n"), vc("c", "")),
+	edge("startup-success-2", "a startup probe with successThreshold 2", "", vc("c", "    startupProbe:\n      successThreshold: 2\n      exec:\n        command: [\"true\"]\n")),
+	edge("pull-policy-bad", "imagePullPolicy Sometimes", "", "  - name: c\n    image: busybox\n    imagePullPolicy: Sometimes\n    command: [\"sleep\", \"3600\"]\n"),
+	edge("term-policy-bad", "terminationMessagePolicy Sometimes", "", vc("c", "    terminationMessagePolicy: Sometimes\n")),
+	edge("share-pid-hostpid", "shareProcessNamespace with hostPID", "  shareProcessNamespace: true\n  hostPID: true\n", vc("c", "")),
+	edge("hostusers-hostnet", "hostUsers false with hostNetwork", "  hostUsers: false\n  hostNetwork: true\n", vc("c", "")),
+	edge("sysctl-dup", "one sysctl twice", "  securityContext:\n    sysctls:\n    - name: net.ipv4.ip_unprivileged_port_start\n      value: \"0\"\n    - name: net.ipv4.ip_unprivileged_port_start\n      value: \"1\"\n", vc("c", "")),
+	edge("fsgroup-policy-bad", "fsGroupChangePolicy Sometimes", "  securityContext:\n    fsGroup: 2000\n    fsGroupChangePolicy: Sometimes\n", vc("c", "")),
+	edge("readiness-gate-bad", "a readinessGate with an invalid conditionType", "  readinessGates:\n  - conditionType: \"a b\"\n", vc("c", "")),
+	edge("toleration-bad", "a toleration with operator Exists and a value", "  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n", vc("c", "")),
+	edge("preemption-bad", "preemptionPolicy Sometimes", "  preemptionPolicy: Sometimes\n", vc("c", "")),
+	edge("resize-policy-bad", "a resizePolicy of an unknown resource", "", vc("c", "    resizePolicy:\n    - resourceName: disk\n      restartPolicy: NotRequired\n")),
+	edge("emptydir-negative", "an emptyDir sizeLimit of -1Mi", "  volumes:\n  - name: v\n    emptyDir:\n      sizeLimit: -1Mi\n", vc("c", "")),
+	edge("downward-path-backsteps", "a downwardAPI item path with '..'", "  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: ../x\n        fieldRef:\n          fieldPath: metadata.name\n", vc("c", "")),
+	edge("env-from-prefix-bad", "an envFrom prefix with '='", "", vc("c", "    envFrom:\n    - prefix: \"A=\"\n      configMapRef:\n        name: x\n        optional: true\n")),
+	edge("os-windows-linux-fields", "os.name windows with a Linux securityContext field", "  os:\n    name: windows\n", vc("c", "    securityContext:\n      seLinuxOptions:\n        level: s0\n")),
+	edge("os-windows", "os.name windows, nothing else of Windows", "  os:\n    name: windows\n", vc("c", "")),
+	edge("node-selector-bad", "a nodeSelector key with two slashes", "  nodeSelector:\n    a/b/c: x\n", vc("c", "")),
+	edge("priority-class-unknown", "a priorityClassName the node does not know", "  priorityClassName: gold\n", vc("c", "")),
+	edgeMeta("label-value-bad", "a label value with a space", "  labels:\n    a: \"b c\"\n"),
+	edgeMeta("namespace-upper", "a namespace with capitals", "  namespace: Prod\n"),
+	edgeMeta("annotation-key-bad", "an annotation key with two slashes", "  annotations:\n    a/b/c: x\n"),
+	edge("workdir-relative", "a relative workingDir", "", vc("c", "    workingDir: tmp\n")),
+	edge("capability-odd", "an added capability that is not one", "", vc("c", "    securityContext:\n      capabilities:\n        add: [NOT_A_CAP]\n")),
+	edge("probe-timeout-zero", "a liveness probe with timeoutSeconds 0 and periodSeconds 0 (defaulted)", "", vc("c", "    livenessProbe:\n      timeoutSeconds: 0\n      periodSeconds: 0\n      exec:\n        command: [\"true\"]\n")),
+	edge("procmount-unmasked", "procMount Unmasked without hostUsers false", "", vc("c", "    securityContext:\n      procMount: Unmasked\n")),
+}
+
+func init() { scenarios = append(scenarios, edgeScenarios...) }

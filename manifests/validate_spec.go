@@ -1,0 +1,261 @@
+package manifests
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validateSpecMore checks the pod spec's fields about names, networking, scheduling and the OS,
+// as the API server's validation does (which the kubelet applies to a static pod): make
+// conformance's edge-* scenarios found each of these run by podkeeper and refused by the kubelet.
+func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d := spec.Subdomain; d != "" {
+		for _, m := range validation.IsDNS1123Label(d) {
+			errs = append(errs, field.Invalid(p.Child("subdomain"), d, m))
+		}
+	}
+	errs = append(errs, validateDNSConfig(spec.DNSConfig, p.Child("dnsConfig"))...)
+	for i, a := range spec.HostAliases {
+		ap := p.Child("hostAliases").Index(i)
+		if _, err := netip.ParseAddr(a.IP); err != nil {
+			errs = append(errs, field.Invalid(ap.Child("ip"), a.IP, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+		}
+		for j, h := range a.Hostnames {
+			for _, m := range validation.IsDNS1123Subdomain(h) {
+				errs = append(errs, field.Invalid(ap.Child("hostnames").Index(j), h, m))
+			}
+		}
+	}
+	// hostPorts: one protocol, host IP and port once among the app containers.
+	ports := sets.New[string]()
+	for i, c := range spec.Containers {
+		for j, port := range c.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
+			if ports.Has(key) {
+				errs = append(errs, field.Duplicate(p.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"), key))
+			}
+			ports.Insert(key)
+		}
+	}
+	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
+		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
+	}
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"hostNetwork", spec.HostNetwork}, {"hostPID", spec.HostPID}, {"hostIPC", spec.HostIPC}} {
+			if f.set {
+				errs = append(errs, field.Forbidden(p.Child(f.name), "when `hostUsers` is false"))
+			}
+		}
+	}
+	for _, k := range sortedKeys(spec.NodeSelector) {
+		kp := p.Child("nodeSelector")
+		for _, m := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(kp, k, m))
+		}
+		for _, m := range validation.IsValidLabelValue(spec.NodeSelector[k]) {
+			errs = append(errs, field.Invalid(kp, spec.NodeSelector[k], m))
+		}
+	}
+	if pp := spec.PreemptionPolicy; pp != nil && *pp != corev1.PreemptLowerPriority && *pp != corev1.PreemptNever {
+		errs = append(errs, field.NotSupported(p.Child("preemptionPolicy"), *pp, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
+	}
+	for i, g := range spec.ReadinessGates {
+		for _, m := range validation.IsQualifiedName(string(g.ConditionType)) {
+			errs = append(errs, field.Invalid(p.Child("readinessGates").Index(i).Child("conditionType"), string(g.ConditionType), m))
+		}
+	}
+	errs = append(errs, validateTolerations(spec.Tolerations, p.Child("tolerations"))...)
+	errs = append(errs, validateOS(spec, p)...)
+	return errs
+}
+
+// validateDNSConfig: at most 3 nameservers, each an IP; at most 32 search domains, each a DNS
+// subdomain (a trailing dot allowed), 2048 characters together; options named.
+func validateDNSConfig(c *corev1.PodDNSConfig, p *field.Path) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(c.Nameservers) > 3 {
+		errs = append(errs, field.Invalid(p.Child("nameservers"), c.Nameservers, "must not have more than 3 nameservers"))
+	}
+	for i, ns := range c.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			errs = append(errs, field.Invalid(p.Child("nameservers").Index(i), ns, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+		}
+	}
+	if len(c.Searches) > 32 {
+		errs = append(errs, field.Invalid(p.Child("searches"), c.Searches, "must not have more than 32 search paths"))
+	}
+	total := 0
+	for i, s := range c.Searches {
+		total += len(s)
+		name := s
+		if len(name) > 1 && name[len(name)-1] == '.' {
+			name = name[:len(name)-1]
+		}
+		for _, m := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(p.Child("searches").Index(i), s, m))
+		}
+	}
+	if n := len(c.Searches); n > 0 && total+n-1 > 2048 {
+		errs = append(errs, field.Invalid(p.Child("searches"), c.Searches, "must not have more than 2048 characters (including spaces) in the search list"))
+	}
+	for i, o := range c.Options {
+		if o.Name == "" {
+			errs = append(errs, field.Required(p.Child("options").Index(i), "Option.Name must not be empty"))
+		}
+	}
+	return errs
+}
+
+// validateTolerations: a key is a label name; an empty key needs operator Exists; Exists takes
+// no value, Equal a label value; tolerationSeconds only with NoExecute; known effects.
+func validateTolerations(ts []corev1.Toleration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+	for i, t := range ts {
+		tp := p.Index(i)
+		if t.Key != "" {
+			for _, m := range validation.IsQualifiedName(t.Key) {
+				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, m))
+			}
+		} else if t.Operator != corev1.TolerationOpExists {
+			errs = append(errs, field.Invalid(tp.Child("operator"), t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+		}
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			errs = append(errs, field.Invalid(tp.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+		}
+		switch t.Operator {
+		case corev1.TolerationOpEqual, "":
+			for _, m := range validation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(tp.Child("operator"), t.Value, m))
+			}
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				errs = append(errs, field.Invalid(tp.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("operator"), t.Operator, []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
+		}
+		if t.Effect != "" && !slices.Contains(effects, t.Effect) {
+			errs = append(errs, field.NotSupported(tp.Child("effect"), t.Effect, effects))
+		}
+	}
+	return errs
+}
+
+// validateOS: os.name is linux or windows; a windows pod may not set what only Linux has (the
+// API's list: SELinux, seccomp, AppArmor, capabilities, privileged, ids, procMount, read-only
+// root, sysctls, fsGroup, shared process namespace, user namespaces).
+func validateOS(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	if spec.OS == nil {
+		return nil
+	}
+	op := p.Child("os", "name")
+	switch spec.OS.Name {
+	case corev1.Linux:
+		return nil
+	case corev1.Windows:
+	default:
+		return field.ErrorList{field.NotSupported(op, spec.OS.Name, []corev1.OSName{corev1.Linux, corev1.Windows})}
+	}
+	var errs field.ErrorList
+	forbid := func(fp *field.Path, set bool) {
+		if set {
+			errs = append(errs, field.Forbidden(fp, "cannot be set for a windows pod"))
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		sp := p.Child("securityContext")
+		forbid(sp.Child("seLinuxOptions"), sc.SELinuxOptions != nil)
+		forbid(sp.Child("seccompProfile"), sc.SeccompProfile != nil)
+		forbid(sp.Child("appArmorProfile"), sc.AppArmorProfile != nil)
+		forbid(sp.Child("runAsUser"), sc.RunAsUser != nil)
+		forbid(sp.Child("runAsGroup"), sc.RunAsGroup != nil)
+		forbid(sp.Child("fsGroup"), sc.FSGroup != nil)
+		forbid(sp.Child("fsGroupChangePolicy"), sc.FSGroupChangePolicy != nil)
+		forbid(sp.Child("supplementalGroups"), len(sc.SupplementalGroups) > 0)
+		forbid(sp.Child("supplementalGroupsPolicy"), sc.SupplementalGroupsPolicy != nil)
+		forbid(sp.Child("sysctls"), len(sc.Sysctls) > 0)
+		forbid(sp.Child("seLinuxChangePolicy"), sc.SELinuxChangePolicy != nil)
+	}
+	forbid(p.Child("shareProcessNamespace"), spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace)
+	forbid(p.Child("hostUsers"), spec.HostUsers != nil)
+	for _, group := range []struct {
+		name string
+		list []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i, c := range group.list {
+			sc := c.SecurityContext
+			if sc == nil {
+				continue
+			}
+			sp := p.Child(group.name).Index(i).Child("securityContext")
+			forbid(sp.Child("seLinuxOptions"), sc.SELinuxOptions != nil)
+			forbid(sp.Child("seccompProfile"), sc.SeccompProfile != nil)
+			forbid(sp.Child("appArmorProfile"), sc.AppArmorProfile != nil)
+			forbid(sp.Child("capabilities"), sc.Capabilities != nil)
+			forbid(sp.Child("readOnlyRootFilesystem"), sc.ReadOnlyRootFilesystem != nil)
+			forbid(sp.Child("privileged"), sc.Privileged != nil)
+			forbid(sp.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation != nil)
+			forbid(sp.Child("procMount"), sc.ProcMount != nil)
+			forbid(sp.Child("runAsUser"), sc.RunAsUser != nil)
+			forbid(sp.Child("runAsGroup"), sc.RunAsGroup != nil)
+		}
+	}
+	return errs
+}
+
+// validateResizePolicy: each entry names cpu or memory once, with a known restart policy.
+func validateResizePolicy(list []corev1.ContainerResizePolicy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[corev1.ResourceName]()
+	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	policies := []corev1.ResourceResizeRestartPolicy{corev1.NotRequired, corev1.RestartContainer}
+	for i, rp := range list {
+		ip := p.Index(i)
+		switch {
+		case !slices.Contains(names, rp.ResourceName):
+			errs = append(errs, field.NotSupported(p, rp.ResourceName, names))
+		case seen.Has(rp.ResourceName):
+			errs = append(errs, field.Duplicate(ip.Child("resourceName"), rp.ResourceName))
+		}
+		seen.Insert(rp.ResourceName)
+		if !slices.Contains(policies, rp.RestartPolicy) {
+			errs = append(errs, field.NotSupported(ip.Child("restartPolicy"), rp.RestartPolicy, policies))
+		}
+	}
+	return errs
+}
+
+// validateDownwardItems: each item a relative path without '..', one of fieldRef and
+// resourceFieldRef, a fieldRef of what the downward API offers in a volume.
+func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, it := range items {
+		ip := p.Index(i)
+		errs = append(errs, validateRelativePath(ip.Child("path"), it.Path)...)
+		errs = append(errs, validateMode(ip.Child("mode"), it.Mode)...)
+		switch {
+		case it.FieldRef != nil && it.ResourceFieldRef != nil:
+			errs = append(errs, field.Invalid(ip, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+		case it.FieldRef == nil && it.ResourceFieldRef == nil:
+			errs = append(errs, field.Required(ip, "one of fieldRef and resourceFieldRef is required"))
+		}
+	}
+	return errs
+}

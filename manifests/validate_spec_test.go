@@ -1,0 +1,87 @@
+package manifests
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each of these the kubelet refuses in a static pod (its log's words, from make conformance's
+// edge-* scenarios of 2026-12-07) and podkeeper ran before.
+func TestValidationAsTheKubelet(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra, want string
+	}{
+		{"dns nameserver not an IP", "  dnsConfig:\n    nameservers: [dns.example]\n",
+			`spec.dnsConfig.nameservers[0]: Invalid value: "dns.example": must be a valid IP address`},
+		{"four nameservers", "  dnsConfig:\n    nameservers: [1.1.1.1, 1.1.1.2, 1.1.1.3, 1.1.1.4]\n",
+			"spec.dnsConfig.nameservers: Invalid value: ",
+		},
+		{"downward path with ..", "  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: ../x\n        fieldRef:\n          fieldPath: metadata.name\n",
+			`spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../x": must not contain '..'`},
+		{"projected downward path absolute", "  volumes:\n  - name: v\n    projected:\n      sources:\n      - downwardAPI:\n          items:\n          - path: /x\n            fieldRef:\n              fieldPath: metadata.name\n",
+			`spec.volumes[0].projected.sources[0].downwardAPI.items[0].path: Invalid value: "/x": must be a relative path`},
+		{"one hostPort twice", "    ports:\n    - containerPort: 80\n      hostPort: 18080\n  - name: d\n    image: busybox\n    ports:\n    - containerPort: 81\n      hostPort: 18080\n",
+			`spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//18080"`},
+		{"extended resource fraction", "    resources:\n      requests:\n        example.com/gpu: 500m\n      limits:\n        example.com/gpu: 500m\n",
+			`spec.containers[0].resources.limits[example.com/gpu]: Invalid value: "500m": must be an integer`},
+		{"extended resource without a limit", "    resources:\n      requests:\n        example.com/gpu: \"1\"\n",
+			"spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"},
+		{"extended resource request below its limit", "    resources:\n      requests:\n        example.com/gpu: \"1\"\n      limits:\n        example.com/gpu: \"2\"\n",
+			`spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2`},
+		{"fsGroupChangePolicy", "  securityContext:\n    fsGroupChangePolicy: Sometimes\n",
+			`spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"`},
+		{"hostAlias ip", "  hostAliases:\n  - ip: x\n    hostnames: [a]\n",
+			`spec.hostAliases[0].ip: Invalid value: "x": must be a valid IP address`},
+		{"hostUsers false and hostNetwork", "  hostUsers: false\n  hostNetwork: true\n",
+			"spec.hostNetwork: Forbidden: when `hostUsers` is false"},
+		{"nodeSelector key", "  nodeSelector:\n    a/b/c: x\n",
+			`spec.nodeSelector: Invalid value: "a/b/c": a valid label key must consist of`},
+		{"windows pod with SELinux", "    securityContext:\n      seLinuxOptions:\n        level: s0\n  os:\n    name: windows\n",
+			"spec.containers[0].securityContext.seLinuxOptions: Forbidden: cannot be set for a windows pod"},
+		{"os name", "  os:\n    name: plan9\n",
+			`spec.os.name: Unsupported value: "plan9"`},
+		{"preemptionPolicy", "  preemptionPolicy: Sometimes\n",
+			`spec.preemptionPolicy: Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"`},
+		{"readinessGate", "  readinessGates:\n  - conditionType: \"a b\"\n",
+			`spec.readinessGates[0].conditionType: Invalid value: "a b": name part must consist of`},
+		{"resizePolicy resource", "    resizePolicy:\n    - resourceName: disk\n      restartPolicy: NotRequired\n",
+			`spec.containers[0].resizePolicy: Unsupported value: "disk": supported values: "cpu", "memory"`},
+		{"shareProcessNamespace and hostPID", "  shareProcessNamespace: true\n  hostPID: true\n",
+			"spec.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"},
+		{"subdomain", "  subdomain: a_b\n",
+			`spec.subdomain: Invalid value: "a_b": a lowercase RFC 1123 label must consist of`},
+		{"one sysctl twice", "  securityContext:\n    sysctls:\n    - name: net.ipv4.ip_unprivileged_port_start\n      value: \"0\"\n    - name: net.ipv4.ip_unprivileged_port_start\n      value: \"1\"\n",
+			`spec.securityContext.sysctls[1].name: Duplicate value: "net.ipv4.ip_unprivileged_port_start"`},
+		{"toleration Exists with a value", "  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n",
+			`spec.tolerations[0].operator: Invalid value: "v": value must be empty when ` + "`operator`" + ` is 'Exists'`},
+		{"toleration seconds without NoExecute", "  tolerations:\n  - key: k\n    operator: Exists\n    tolerationSeconds: 5\n",
+			`spec.tolerations[0].effect: Invalid value: "": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := mustFail(t, pod("a")+tc.extra)
+			var got []string
+			for _, p := range fe.Problems {
+				got = append(got, p.String())
+			}
+			if all := strings.Join(got, "\n"); !strings.Contains(all, tc.want) {
+				t.Fatalf("problems:\n%s\nwant one containing %q", all, tc.want)
+			}
+		})
+	}
+}
+
+// What the kubelet accepts stays accepted: the valid neighbours of the cases above.
+func TestValidationAcceptsAsTheKubelet(t *testing.T) {
+	for _, extra := range []string{
+		"  dnsConfig:\n    nameservers: [1.1.1.1, \"2001:db8::1\", 10.0.0.1]\n    searches: [a.example., b.example]\n",
+		"    resources:\n      requests:\n        example.com/gpu: \"2\"\n      limits:\n        example.com/gpu: \"2\"\n",
+		"    resources:\n      limits:\n        example.com/gpu: \"1\"\n",
+		"    ports:\n    - containerPort: 80\n      hostPort: 18080\n    - containerPort: 80\n      hostPort: 18080\n      protocol: UDP\n",
+		"  tolerations:\n  - operator: Exists\n  - key: k\n    value: v\n    effect: NoExecute\n    tolerationSeconds: 3\n",
+		"  terminationGracePeriodSeconds: -1\n",
+		"  os:\n    name: windows\n",
+		"    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: memory\n      restartPolicy: RestartContainer\n",
+	} {
+		mustDecode(t, "/etc/pods/x.yaml", pod("a")+extra)
+	}
+}
