@@ -72,6 +72,11 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], m))
 		}
 	}
+	for i, f := range pod.Finalizers {
+		for _, m := range validation.IsQualifiedName(f) {
+			errs = append(errs, field.Invalid(meta.Child("finalizers").Index(i), f, m))
+		}
+	}
 	for k := range pod.Annotations {
 		for _, m := range validation.IsQualifiedName(strings.ToLower(k)) {
 			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, m))
@@ -146,7 +151,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	}
 	// A negative terminationGracePeriodSeconds is accepted, as the kubelet accepts it in a static
 	// pod (the API server turns it into 1 on create): it stops as 0 does (terminationGrace).
-	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d < 1 {
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > 2147483647) {
 		errs = append(errs, field.Invalid(spec.Child("activeDeadlineSeconds"), *d, "must be between 1 and 2147483647, inclusive"))
 	}
 	if o := pod.Spec.HostnameOverride; o != nil {
@@ -181,6 +186,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			errs = append(errs, nonNegativeID(sp.Child("supplementalGroups").Index(i), &g)...)
 		}
 		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
+		errs = append(errs, validateAppArmorProfile(sp.Child("appArmorProfile"), sc.AppArmorProfile)...)
 		seen := sets.New[string]()
 		for i, s := range sc.Sysctls {
 			np := sp.Child("sysctls").Index(i).Child("name")
@@ -197,7 +203,21 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateSpecMore(&pod.Spec, spec)...)
-	return errs
+	return uniqueErrors(errs)
+}
+
+// uniqueErrors drops repeats (two checks may find one problem: a readiness probe on a plain init
+// container was reported twice).
+func uniqueErrors(errs field.ErrorList) field.ErrorList {
+	seen := sets.New[string]()
+	var out field.ErrorList
+	for _, e := range errs {
+		if k := e.Error(); !seen.Has(k) {
+			seen.Insert(k)
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // validateVolumes checks names (unique DNS-1123 labels) and that each volume has exactly one
@@ -233,6 +253,17 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], fie
 			errs = append(errs, field.Forbidden(vp, "may not specify more than 1 volume type"))
 		}
 		switch {
+		case v.NFS != nil:
+			np := vp.Child("nfs")
+			if v.NFS.Server == "" {
+				errs = append(errs, field.Required(np.Child("server"), ""))
+			}
+			switch {
+			case v.NFS.Path == "":
+				errs = append(errs, field.Required(np.Child("path"), ""))
+			case !path.IsAbs(v.NFS.Path):
+				errs = append(errs, field.Invalid(np.Child("path"), v.NFS.Path, "must be an absolute path"))
+			}
 		case v.HostPath != nil:
 			hp := vp.Child("hostPath")
 			if v.HostPath.Path == "" {
@@ -406,7 +437,9 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 		}
 		if sc.Capabilities != nil && sc.Capabilities.Add != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 			for _, capName := range sc.Capabilities.Add {
-				if capName == "SYS_ADMIN" || capName == "CAP_SYS_ADMIN" {
+				// The API's check is of the literal name: SYS_ADMIN passes it (the kubelet runs such
+				// a pod; make conformance's edge-sysadmin-no-escalation).
+				if capName == "CAP_SYS_ADMIN" {
 					errs = append(errs, field.Invalid(sp, "", "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
 				}
 			}
@@ -418,6 +451,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 			errs = append(errs, field.Invalid(sp.Child("procMount"), *pm, "`hostUsers` must be false to use `Unmasked`"))
 		}
 		errs = append(errs, validateSeccomp(sp.Child("seccompProfile"), sc.SeccompProfile)...)
+		errs = append(errs, validateAppArmorProfile(sp.Child("appArmorProfile"), sc.AppArmorProfile)...)
 	}
 	return errs
 }
@@ -487,6 +521,7 @@ func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field
 			if !slices.Contains(supportedResourceFields, vf.ResourceFieldRef.Resource) {
 				errs = append(errs, field.NotSupported(rp.Child("resource"), vf.ResourceFieldRef.Resource, supportedResourceFields))
 			}
+			errs = append(errs, validateDivisor(rp.Child("divisor"), vf.ResourceFieldRef)...)
 			if vf.ResourceFieldRef.ContainerName != "" && vf.ResourceFieldRef.ContainerName != c.Name {
 				errs = append(errs, field.Invalid(rp.Child("containerName"), vf.ResourceFieldRef.ContainerName, "podkeeper resolves resources of the container itself only"))
 			}
@@ -899,6 +934,24 @@ func validatePortRef(p *field.Path, port intstr.IntOrString) field.ErrorList {
 func nonNegativeID(p *field.Path, id *int64) field.ErrorList {
 	if id != nil && (*id < 0 || *id > 2147483647) {
 		return field.ErrorList{field.Invalid(p, *id, "must be between 0 and 2147483647, inclusive")}
+	}
+	return nil
+}
+
+// validateAppArmorProfile: a known type; Localhost names its profile, the others do not.
+func validateAppArmorProfile(p *field.Path, ap *corev1.AppArmorProfile) field.ErrorList {
+	if ap == nil {
+		return nil
+	}
+	types := []corev1.AppArmorProfileType{corev1.AppArmorProfileTypeLocalhost, corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined}
+	local := ap.LocalhostProfile != nil && *ap.LocalhostProfile != ""
+	switch {
+	case !slices.Contains(types, ap.Type):
+		return field.ErrorList{field.NotSupported(p.Child("type"), ap.Type, types)}
+	case ap.Type == corev1.AppArmorProfileTypeLocalhost && !local:
+		return field.ErrorList{field.Required(p.Child("localhostProfile"), "must be set when AppArmor type is Localhost")}
+	case ap.Type != corev1.AppArmorProfileTypeLocalhost && ap.LocalhostProfile != nil:
+		return field.ErrorList{field.Invalid(p.Child("localhostProfile"), ap.LocalhostProfile, "can only be set when AppArmor type is Localhost")}
 	}
 	return nil
 }

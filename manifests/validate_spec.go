@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -75,6 +76,31 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	for i, g := range spec.ReadinessGates {
 		for _, m := range validation.IsQualifiedName(string(g.ConditionType)) {
 			errs = append(errs, field.Invalid(p.Child("readinessGates").Index(i).Child("conditionType"), string(g.ConditionType), m))
+		}
+	}
+	if len(spec.SchedulingGates) > 0 {
+		// A static pod is bound to its node from the start (the kubelet's words).
+		errs = append(errs, field.Forbidden(p.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
+	errs = append(errs, validateAffinity(spec.Affinity, p.Child("affinity"))...)
+	for i, c := range spec.TopologySpreadConstraints {
+		cp := p.Child("topologySpreadConstraints").Index(i)
+		if c.MaxSkew <= 0 {
+			errs = append(errs, field.Invalid(cp.Child("maxSkew"), c.MaxSkew, "must be greater than zero"))
+		}
+		if c.TopologyKey == "" {
+			errs = append(errs, field.Required(cp.Child("topologyKey"), "can not be empty"))
+		}
+		if w := c.WhenUnsatisfiable; w != corev1.DoNotSchedule && w != corev1.ScheduleAnyway {
+			errs = append(errs, field.NotSupported(cp.Child("whenUnsatisfiable"), w, []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway}))
+		}
+	}
+	for _, group := range []struct {
+		name string
+		list []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i, c := range group.list {
+			errs = append(errs, validateHugePagesNeedCPUOrMemory(c.Resources, p.Child(group.name).Index(i).Child("resources"))...)
 		}
 	}
 	errs = append(errs, validateTolerations(spec.Tolerations, p.Child("tolerations"))...)
@@ -258,4 +284,103 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, p *field.Path) 
 		}
 	}
 	return errs
+}
+
+// validateAffinity: node selector requirements with known operators (In and NotIn with values,
+// Exists and DoesNotExist without, Gt and Lt with one integer) and label keys.
+func validateAffinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
+	if a == nil || a.NodeAffinity == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	na := a.NodeAffinity
+	np := p.Child("nodeAffinity")
+	reqs := func(list []corev1.NodeSelectorRequirement, lp *field.Path) {
+		for i, r := range list {
+			rp := lp.Index(i)
+			switch r.Operator {
+			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+				if len(r.Values) == 0 {
+					errs = append(errs, field.Required(rp.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+				}
+			case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+				if len(r.Values) > 0 {
+					errs = append(errs, field.Forbidden(rp.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+				}
+			case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+				if len(r.Values) != 1 {
+					errs = append(errs, field.Required(rp.Child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+				}
+			default:
+				errs = append(errs, field.Invalid(rp.Child("operator"), r.Operator, "not a valid selector operator"))
+			}
+			for _, m := range validation.IsQualifiedName(r.Key) {
+				errs = append(errs, field.Invalid(rp.Child("key"), r.Key, m))
+			}
+		}
+	}
+	term := func(t corev1.NodeSelectorTerm, tp *field.Path) {
+		reqs(t.MatchExpressions, tp.Child("matchExpressions"))
+	}
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		rp := np.Child("requiredDuringSchedulingIgnoredDuringExecution")
+		if len(r.NodeSelectorTerms) == 0 {
+			errs = append(errs, field.Required(rp.Child("nodeSelectorTerms"), "must have at least one node selector term"))
+		}
+		for i, t := range r.NodeSelectorTerms {
+			term(t, rp.Child("nodeSelectorTerms").Index(i))
+		}
+	}
+	for i, t := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		tp := np.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i)
+		if t.Weight < 1 || t.Weight > 100 {
+			errs = append(errs, field.Invalid(tp.Child("weight"), t.Weight, "must be in the range 1-100"))
+		}
+		term(t.Preference, tp.Child("preference"))
+	}
+	return errs
+}
+
+// validateHugePagesNeedCPUOrMemory: a container asking for hugepages asks for cpu or memory too.
+func validateHugePagesNeedCPUOrMemory(r corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	huge, cpuMem := false, false
+	for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for name := range list {
+			switch {
+			case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+				huge = true
+			case name == corev1.ResourceCPU, name == corev1.ResourceMemory:
+				cpuMem = true
+			}
+		}
+	}
+	if huge && !cpuMem {
+		return field.ErrorList{field.Forbidden(p, "HugePages require cpu or memory")}
+	}
+	return nil
+}
+
+// validateDivisor: a downward-API divisor the API accepts for the resource (cpu: 1m or 1;
+// memory and ephemeral-storage: 1 or a power of 1000 or 1024 up to E or Ei).
+func validateDivisor(p *field.Path, r *corev1.ResourceFieldSelector) field.ErrorList {
+	if r.Divisor.IsZero() {
+		return nil
+	}
+	d := r.Divisor.String()
+	switch {
+	case strings.HasSuffix(r.Resource, "cpu"):
+		if d != "1m" && d != "1" {
+			return field.ErrorList{field.Invalid(p, r.Resource, "only divisor's values 1m and 1 are supported with the cpu resource")}
+		}
+	case strings.HasSuffix(r.Resource, "memory"), strings.HasSuffix(r.Resource, "ephemeral-storage"):
+		ok := []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+		if !slices.Contains(ok, d) {
+			what := "memory"
+			if strings.HasSuffix(r.Resource, "ephemeral-storage") {
+				what = "local ephemeral storage"
+			}
+			return field.ErrorList{field.Invalid(p, r.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the "+what+" resource")}
+		}
+	}
+	return nil
 }

@@ -56,9 +56,31 @@ func TestValidationAsTheKubelet(t *testing.T) {
 			`spec.tolerations[0].operator: Invalid value: "v": value must be empty when ` + "`operator`" + ` is 'Exists'`},
 		{"toleration seconds without NoExecute", "  tolerations:\n  - key: k\n    operator: Exists\n    tolerationSeconds: 5\n",
 			`spec.tolerations[0].effect: Invalid value: "": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`},
+		// The second batch of edge-* scenarios.
+		{"apparmor Localhost without a profile", "    securityContext:\n      appArmorProfile:\n        type: Localhost\n",
+			"spec.containers[0].securityContext.appArmorProfile.localhostProfile: Required value: must be set when AppArmor type is Localhost"},
+		{"node affinity operator", "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions:\n          - key: a\n            operator: Near\n            values: [b]\n",
+			`spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`},
+		{"maxSkew 0", "  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n",
+			"spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero"},
+		{"hugepages alone", "    resources:\n      requests:\n        hugepages-2Mi: 2Mi\n      limits:\n        hugepages-2Mi: 2Mi\n",
+			"spec.containers[0].resources: Forbidden: HugePages require cpu or memory"},
+		{"deadline past int32", "  activeDeadlineSeconds: 2147483648\n",
+			"spec.activeDeadlineSeconds: Invalid value: 2147483648: must be between 1 and 2147483647, inclusive"},
+		{"nfs without server", "  volumes:\n  - name: v\n    nfs:\n      path: /x\n",
+			"spec.volumes[0].nfs.server: Required value"},
+		{"cpu divisor 3", "    env:\n    - name: A\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.cpu\n          divisor: \"3\"\n",
+			`spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor: Invalid value: "limits.cpu": only divisor's values 1m and 1 are supported with the cpu resource`},
+		{"finalizer", "meta:  finalizers: [\"a b\"]\n", `metadata.finalizers[0]: Invalid value: "a b": name part must consist of`},
+		{"scheduling gate", "  schedulingGates:\n  - name: example.com/wait\n",
+			"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fe := mustFail(t, pod("a")+tc.extra)
+			doc := pod("a") + tc.extra
+			if strings.HasPrefix(tc.extra, "meta:") { // a metadata line
+				doc = strings.Replace(pod("a"), "\nspec:", "\n"+strings.TrimPrefix(tc.extra, "meta:")+"spec:", 1)
+			}
+			fe := mustFail(t, doc)
 			var got []string
 			for _, p := range fe.Problems {
 				got = append(got, p.String())
@@ -80,6 +102,8 @@ func TestValidationAcceptsAsTheKubelet(t *testing.T) {
 		"  tolerations:\n  - operator: Exists\n  - key: k\n    value: v\n    effect: NoExecute\n    tolerationSeconds: 3\n",
 		"  terminationGracePeriodSeconds: -1\n",
 		"  os:\n    name: windows\n",
+		"    securityContext:\n      allowPrivilegeEscalation: false\n      capabilities:\n        add: [SYS_ADMIN]\n",
+		"    env:\n    - name: A\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.memory\n          divisor: 1Mi\n",
 		"    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: memory\n      restartPolicy: RestartContainer\n",
 	} {
 		mustDecode(t, "/etc/pods/x.yaml", pod("a")+extra)
