@@ -122,6 +122,17 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("resourceClaims"), "static pods may not reference resourceclaims (they need an API server)"))
 	}
+	for i, v := range pod.Spec.Volumes {
+		vp := spec.Child("volumes").Index(i)
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			errs = append(errs, field.Forbidden(vp.Child("persistentVolumeClaim"), "static pods may not reference persistentvolumeclaims"))
+		case v.Ephemeral != nil:
+			errs = append(errs, field.Forbidden(vp.Child("ephemeral"), "static pods may not reference persistentvolumeclaims (via ephemeral volumes)"))
+		case v.CSI != nil:
+			errs = append(errs, field.Forbidden(vp.Child("csi"), "static pods may not reference csidrivers (via CSI volumes)"))
+		}
+	}
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
 	}
@@ -193,6 +204,8 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			switch {
 			case s.Name == "":
 				errs = append(errs, field.Required(np, ""))
+			case !sysctlName.MatchString(s.Name) || len(s.Name) > 253:
+				errs = append(errs, field.Invalid(np, s.Name, "must have at most 253 characters and match regex "+sysctlName.String()))
 			case seen.Has(s.Name):
 				errs = append(errs, field.Duplicate(np, s.Name))
 			}
@@ -427,6 +440,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 		lp := p.Child("lifecycle")
 		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PostStart, lp.Child("postStart"), spec.TerminationGracePeriodSeconds)...)
 		errs = append(errs, validateLifecycleHandler(c.Lifecycle.PreStop, lp.Child("preStop"), spec.TerminationGracePeriodSeconds)...)
+		errs = append(errs, validateStopSignal(c.Lifecycle.StopSignal, lp.Child("stopSignal"), spec.OS)...)
 	}
 	if sc := c.SecurityContext; sc != nil {
 		sp := p.Child("securityContext")
@@ -507,6 +521,7 @@ func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field
 				errs = append(errs, field.NotSupported(fp.Child("apiVersion"), vf.FieldRef.APIVersion, []string{"v1"}))
 			}
 			fpath := vf.FieldRef.FieldPath
+			errs = append(errs, validateSubscript(fp, fpath)...)
 			if !slices.Contains(supportedFieldPaths, fpath) && !strings.HasPrefix(fpath, "metadata.labels['") && !strings.HasPrefix(fpath, "metadata.annotations['") {
 				if fpath == "" {
 					errs = append(errs, field.Required(fp.Child("fieldPath"), ""))

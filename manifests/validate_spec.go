@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -133,8 +134,11 @@ func validateDNSConfig(c *corev1.PodDNSConfig, p *field.Path) field.ErrorList {
 		if len(name) > 1 && name[len(name)-1] == '.' {
 			name = name[:len(name)-1]
 		}
-		for _, m := range validation.IsDNS1123Subdomain(name) {
-			errs = append(errs, field.Invalid(p.Child("searches").Index(i), s, m))
+		if s == "." {
+			continue
+		}
+		for _, m := range validation.IsDNS1123SubdomainWithUnderscore(name) {
+			errs = append(errs, field.Invalid(p.Child("searches").Index(i), name, m))
 		}
 	}
 	if n := len(c.Searches); n > 0 && total+n-1 > 2048 {
@@ -194,7 +198,21 @@ func validateOS(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	op := p.Child("os", "name")
 	switch spec.OS.Name {
 	case corev1.Linux:
-		return nil
+		var errs field.ErrorList
+		if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil {
+			errs = append(errs, field.Forbidden(p.Child("securityContext", "windowsOptions"), "windows options cannot be set for a linux pod"))
+		}
+		for _, group := range []struct {
+			name string
+			list []corev1.Container
+		}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+			for i, c := range group.list {
+				if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil {
+					errs = append(errs, field.Forbidden(p.Child(group.name).Index(i).Child("securityContext", "windowsOptions"), "windows options cannot be set for a linux pod"))
+				}
+			}
+		}
+		return errs
 	case corev1.Windows:
 	default:
 		return field.ErrorList{field.NotSupported(op, spec.OS.Name, []corev1.OSName{corev1.Linux, corev1.Windows})}
@@ -381,6 +399,65 @@ func validateDivisor(p *field.Path, r *corev1.ResourceFieldSelector) field.Error
 			}
 			return field.ErrorList{field.Invalid(p, r.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the "+what+" resource")}
 		}
+	}
+	return nil
+}
+
+// sysctlName is the API's pattern of a sysctl name (dots or slashes between segments).
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// validateSubscript checks the key of a fieldPath metadata.labels['k'] or
+// metadata.annotations['k']: a label key, or an annotation key (a qualified name, any case).
+func validateSubscript(p *field.Path, fpath string) field.ErrorList {
+	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
+		rest, ok := strings.CutPrefix(fpath, prefix)
+		if !ok {
+			continue
+		}
+		key, ok := strings.CutSuffix(rest, "']")
+		if !ok {
+			return field.ErrorList{field.Invalid(p.Child("fieldPath"), fpath, "error converting fieldPath: field label not supported")}
+		}
+		if prefix == "metadata.annotations['" {
+			key = strings.ToLower(key)
+		}
+		var errs field.ErrorList
+		for _, m := range validation.IsQualifiedName(key) {
+			errs = append(errs, field.Invalid(p, key, m))
+		}
+		return errs
+	}
+	return nil
+}
+
+// linuxStopSignals are the signals lifecycle.stopSignal may name in a Linux pod (the API's list).
+var linuxStopSignals = func() sets.Set[corev1.Signal] {
+	s := sets.New[corev1.Signal]("SIGABRT", "SIGALRM", "SIGBUS", "SIGCHLD", "SIGCLD", "SIGCONT", "SIGFPE", "SIGHUP",
+		"SIGILL", "SIGINT", "SIGIO", "SIGIOT", "SIGKILL", "SIGPIPE", "SIGPOLL", "SIGPROF", "SIGPWR", "SIGQUIT",
+		"SIGSEGV", "SIGSTKFLT", "SIGSTOP", "SIGSYS", "SIGTERM", "SIGTRAP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG",
+		"SIGUSR1", "SIGUSR2", "SIGVTALRM", "SIGWINCH", "SIGXCPU", "SIGXFSZ", "SIGRTMIN", "SIGRTMAX")
+	for i := 1; i <= 15; i++ {
+		s.Insert(corev1.Signal(fmt.Sprintf("SIGRTMIN+%d", i)))
+	}
+	for i := 1; i <= 14; i++ {
+		s.Insert(corev1.Signal(fmt.Sprintf("SIGRTMAX-%d", i)))
+	}
+	return s
+}()
+
+// validateStopSignal: lifecycle.stopSignal needs spec.os.name; a Linux pod's names one of
+// linuxStopSignals, a Windows pod's SIGKILL or SIGTERM.
+func validateStopSignal(sig *corev1.Signal, p *field.Path, os *corev1.PodOS) field.ErrorList {
+	if sig == nil {
+		return nil
+	}
+	switch {
+	case os == nil:
+		return field.ErrorList{field.Forbidden(p, "may not be set for containers with empty `spec.os.name`")}
+	case os.Name == corev1.Windows && *sig != "SIGKILL" && *sig != "SIGTERM":
+		return field.ErrorList{field.NotSupported(p, *sig, []corev1.Signal{"SIGKILL", "SIGTERM"})}
+	case os.Name == corev1.Linux && !linuxStopSignals.Has(*sig):
+		return field.ErrorList{field.NotSupported(p, *sig, sets.List(linuxStopSignals))}
 	}
 	return nil
 }

@@ -72,6 +72,23 @@ func TestValidationAsTheKubelet(t *testing.T) {
 		{"cpu divisor 3", "    env:\n    - name: A\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.cpu\n          divisor: \"3\"\n",
 			`spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor: Invalid value: "limits.cpu": only divisor's values 1m and 1 are supported with the cpu resource`},
 		{"finalizer", "meta:  finalizers: [\"a b\"]\n", `metadata.finalizers[0]: Invalid value: "a b": name part must consist of`},
+		// The third batch.
+		{"fieldRef label key", "    env:\n    - name: A\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.labels['a b']\n",
+			`spec.containers[0].env[0].valueFrom.fieldRef: Invalid value: "a b": name part must consist of`},
+		{"stopSignal without os", "    lifecycle:\n      stopSignal: SIGUSR1\n",
+			"spec.containers[0].lifecycle.stopSignal: Forbidden: may not be set for containers with empty `spec.os.name`"},
+		{"stopSignal unknown", "    lifecycle:\n      stopSignal: SIGNOPE\n  os:\n    name: linux\n",
+			`spec.containers[0].lifecycle.stopSignal: Unsupported value: "SIGNOPE"`},
+		{"sysctl name", "  securityContext:\n    sysctls:\n    - name: \"foo bar\"\n      value: \"1\"\n",
+			`spec.securityContext.sysctls[0].name: Invalid value: "foo bar": must have at most 253 characters and match regex`},
+		{"windowsOptions in a linux pod", "    securityContext:\n      windowsOptions:\n        runAsUserName: a\n  os:\n    name: linux\n",
+			"spec.containers[0].securityContext.windowsOptions: Forbidden: windows options cannot be set for a linux pod"},
+		{"pvc", "  volumes:\n  - name: p\n    persistentVolumeClaim:\n      claimName: data\n",
+			"spec.volumes[0].persistentVolumeClaim: Forbidden: static pods may not reference persistentvolumeclaims"},
+		{"ephemeral volume", "  volumes:\n  - name: e\n    ephemeral:\n      volumeClaimTemplate:\n        spec:\n          accessModes: [ReadWriteOnce]\n",
+			"spec.volumes[0].ephemeral: Forbidden: static pods may not reference persistentvolumeclaims (via ephemeral volumes)"},
+		{"csi", "  volumes:\n  - name: s\n    csi:\n      driver: example.csi.k8s.io\n",
+			"spec.volumes[0].csi: Forbidden: static pods may not reference csidrivers (via CSI volumes)"},
 		{"scheduling gate", "  schedulingGates:\n  - name: example.com/wait\n",
 			"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"},
 	} {
@@ -104,6 +121,9 @@ func TestValidationAcceptsAsTheKubelet(t *testing.T) {
 		"  os:\n    name: windows\n",
 		"    securityContext:\n      allowPrivilegeEscalation: false\n      capabilities:\n        add: [SYS_ADMIN]\n",
 		"    env:\n    - name: A\n      valueFrom:\n        resourceFieldRef:\n          resource: limits.memory\n          divisor: 1Mi\n",
+		"  dnsConfig:\n    searches: [a_b.example, \".\"]\n",
+		"    lifecycle:\n      stopSignal: SIGUSR1\n  os:\n    name: linux\n",
+		"    env:\n    - name: A\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.annotations['Example.com/Key']\n",
 		"    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: memory\n      restartPolicy: RestartContainer\n",
 	} {
 		mustDecode(t, "/etc/pods/x.yaml", pod("a")+extra)

@@ -14,7 +14,9 @@ import (
 
 var statusResourceNames = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
-// pick keeps the CPU and memory entries of l; nil when there are none.
+// pick keeps the CPU and memory entries of l; nil when there are none. CPU is in whole
+// millicores, a finer quantity rounded up (the kubelet's status shows 100u as 1m: make
+// conformance's edge-cpu-micro).
 func pick(l corev1.ResourceList) corev1.ResourceList {
 	var out corev1.ResourceList
 	for _, n := range statusResourceNames {
@@ -23,6 +25,9 @@ func pick(l corev1.ResourceList) corev1.ResourceList {
 				out = corev1.ResourceList{}
 			}
 			out[n] = q.DeepCopy()
+			if milli := resource.NewMilliQuantity(q.MilliValue(), q.Format); n == corev1.ResourceCPU && q.Cmp(*milli) != 0 {
+				out[n] = *milli
+			}
 		}
 	}
 	return out
@@ -89,6 +94,7 @@ func podStatusResources(pod *corev1.Pod, phase corev1.PodPhase) (corev1.Resource
 			lim[n] = sum
 		}
 	}
+	lim = pick(lim) // the sums in whole millicores too
 	if req == nil && lim == nil {
 		return nil, nil
 	}

@@ -49,6 +49,8 @@ func TestStatusResources(t *testing.T) {
 		{"pod limits only when every container has one", nil,
 			[]corev1.Container{ctr(rl("cpu", "50m"), rl("cpu", "100m", "memory", "10Mi")), ctr(rl("cpu", "50m"), rl("cpu", "200m"))},
 			"cpu=50m memory=10Mi ", "cpu=100m memory=10Mi ", "cpu=300m ", "cpu=100m memory=10Mi "},
+		{"cpu finer than a millicore is shown rounded up (edge-cpu-micro)", nil,
+			[]corev1.Container{ctr(rl("cpu", "100u"), rl("cpu", "1500u"))}, "cpu=1m ", "cpu=1m ", "cpu=2m ", "cpu=2m "},
 		{"a larger init container sets the pod's requests", []corev1.Container{ctr(rl("cpu", "500m"), nil)},
 			[]corev1.Container{ctr(rl("cpu", "100m"), nil)}, "cpu=100m ", "cpu=500m ", "-", "-"},
 	}
