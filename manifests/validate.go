@@ -77,6 +77,13 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 			errs = append(errs, field.Invalid(meta.Child("finalizers").Index(i), f, m))
 		}
 	}
+	total := 0
+	for k, v := range pod.Annotations {
+		total += len(k) + len(v)
+	}
+	if total > 256*1024 {
+		errs = append(errs, field.TooLong(meta.Child("annotations"), "", 256*1024))
+	}
 	for k := range pod.Annotations {
 		for _, m := range validation.IsQualifiedName(strings.ToLower(k)) {
 			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, m))
@@ -87,7 +94,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), "at least one container is required"))
 	}
-	vols, volErrs := validateVolumes(pod.Spec.Volumes, spec.Child("volumes"))
+	vols, volErrs := validateVolumes(pod.Spec.Volumes, spec.Child("volumes"), pod.Spec.ServiceAccountName)
 	errs = append(errs, volErrs...)
 	names := sets.New[string]()
 	for i := range pod.Spec.InitContainers {
@@ -233,9 +240,10 @@ func uniqueErrors(errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-// validateVolumes checks names (unique DNS-1123 labels) and that each volume has exactly one
-// source, and returns the names.
-func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], field.ErrorList) {
+// validateVolumes checks names (unique DNS-1123 labels), that each volume has exactly one
+// source, and that source's fields (a projected serviceAccountToken needs serviceAccount, the
+// pod's serviceAccountName), and returns the names.
+func validateVolumes(vols []corev1.Volume, p *field.Path, serviceAccount string) (sets.Set[string], field.ErrorList) {
 	var errs field.ErrorList
 	names := sets.New[string]()
 	for i := range vols {
@@ -320,6 +328,9 @@ func validateVolumes(vols []corev1.Volume, p *field.Path) (sets.Set[string], fie
 			errs = append(errs, validateMode(pp.Child("defaultMode"), v.Projected.DefaultMode)...)
 			for j, src := range v.Projected.Sources {
 				sp := pp.Child("sources").Index(j)
+				if src.ServiceAccountToken != nil && serviceAccount == "" {
+					errs = append(errs, field.Forbidden(sp.Child("serviceAccountToken"), "must not be specified when serviceAccountName is not set"))
+				}
 				if src.DownwardAPI != nil {
 					errs = append(errs, validateDownwardItems(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))...)
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,6 +95,14 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 		}
 		if w := c.WhenUnsatisfiable; w != corev1.DoNotSchedule && w != corev1.ScheduleAnyway {
 			errs = append(errs, field.NotSupported(cp.Child("whenUnsatisfiable"), w, []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway}))
+		}
+		if m := c.MinDomains; m != nil {
+			switch {
+			case *m <= 0:
+				errs = append(errs, field.Invalid(cp.Child("minDomains"), *m, "must be greater than 0"))
+			case c.WhenUnsatisfiable != corev1.DoNotSchedule:
+				errs = append(errs, field.Invalid(cp.Child("minDomains"), *m, fmt.Sprintf("can only use minDomains if whenUnsatisfiable=%s, not %s", corev1.DoNotSchedule, c.WhenUnsatisfiable)))
+			}
 		}
 	}
 	for _, group := range []struct {
@@ -299,6 +308,19 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, p *field.Path) 
 			errs = append(errs, field.Invalid(ip, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		case it.FieldRef == nil && it.ResourceFieldRef == nil:
 			errs = append(errs, field.Required(ip, "one of fieldRef and resourceFieldRef is required"))
+		case it.FieldRef != nil:
+			fp := it.FieldRef.FieldPath
+			sub := strings.HasPrefix(fp, "metadata.labels['") || strings.HasPrefix(fp, "metadata.annotations['")
+			if sub {
+				errs = append(errs, validateSubscript(ip.Child("fieldRef"), fp)...)
+			} else if !slices.Contains(downwardVolumeFieldPaths, fp) {
+				errs = append(errs, field.NotSupported(ip.Child("fieldRef", "fieldPath"), fp, downwardVolumeFieldPaths))
+			}
+		case it.ResourceFieldRef != nil:
+			if it.ResourceFieldRef.ContainerName == "" {
+				errs = append(errs, field.Required(ip.Child("resourceFieldRef", "containerName"), ""))
+			}
+			errs = append(errs, validateDivisor(ip.Child("resourceFieldRef", "divisor"), it.ResourceFieldRef)...)
 		}
 	}
 	return errs
@@ -307,10 +329,20 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, p *field.Path) 
 // validateAffinity: node selector requirements with known operators (In and NotIn with values,
 // Exists and DoesNotExist without, Gt and Lt with one integer) and label keys.
 func validateAffinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
-	if a == nil || a.NodeAffinity == nil {
+	if a == nil {
 		return nil
 	}
 	var errs field.ErrorList
+	errs = append(errs, validatePodAffinity(a.PodAffinity, p.Child("podAffinity"))...)
+	if pa := a.PodAntiAffinity; pa != nil {
+		errs = append(errs, validatePodAffinity(&corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  pa.RequiredDuringSchedulingIgnoredDuringExecution,
+			PreferredDuringSchedulingIgnoredDuringExecution: pa.PreferredDuringSchedulingIgnoredDuringExecution,
+		}, p.Child("podAntiAffinity"))...)
+	}
+	if a.NodeAffinity == nil {
+		return errs
+	}
 	na := a.NodeAffinity
 	np := p.Child("nodeAffinity")
 	reqs := func(list []corev1.NodeSelectorRequirement, lp *field.Path) {
@@ -461,3 +493,72 @@ func validateStopSignal(sig *corev1.Signal, p *field.Path, os *corev1.PodOS) fie
 	}
 	return nil
 }
+
+// validatePodAffinity: each term has a topologyKey (a label key) and label selectors whose
+// requirements use known operators (In and NotIn with values, Exists and DoesNotExist without);
+// preferred terms weigh 1 to 100.
+func validatePodAffinity(a *corev1.PodAffinity, p *field.Path) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	term := func(t corev1.PodAffinityTerm, tp *field.Path) {
+		if t.TopologyKey == "" {
+			errs = append(errs, field.Required(tp.Child("topologyKey"), "can not be empty"))
+		} else {
+			for _, m := range validation.IsQualifiedName(t.TopologyKey) {
+				errs = append(errs, field.Invalid(tp.Child("topologyKey"), t.TopologyKey, m))
+			}
+		}
+		for _, sel := range []struct {
+			name string
+			s    *metav1.LabelSelector
+		}{{"labelSelector", t.LabelSelector}, {"namespaceSelector", t.NamespaceSelector}} {
+			if sel.s == nil {
+				continue
+			}
+			sp := tp.Child(sel.name)
+			for k, v := range sel.s.MatchLabels {
+				for _, m := range validation.IsQualifiedName(k) {
+					errs = append(errs, field.Invalid(sp.Child("matchLabels"), k, m))
+				}
+				for _, m := range validation.IsValidLabelValue(v) {
+					errs = append(errs, field.Invalid(sp.Child("matchLabels"), v, m))
+				}
+			}
+			for i, r := range sel.s.MatchExpressions {
+				rp := sp.Child("matchExpressions").Index(i)
+				switch r.Operator {
+				case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
+					if len(r.Values) == 0 {
+						errs = append(errs, field.Required(rp.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+					}
+				case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
+					if len(r.Values) > 0 {
+						errs = append(errs, field.Forbidden(rp.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+					}
+				default:
+					errs = append(errs, field.Invalid(rp.Child("operator"), r.Operator, "not a valid selector operator"))
+				}
+				for _, m := range validation.IsQualifiedName(r.Key) {
+					errs = append(errs, field.Invalid(rp.Child("key"), r.Key, m))
+				}
+			}
+		}
+	}
+	for i, t := range a.RequiredDuringSchedulingIgnoredDuringExecution {
+		term(t, p.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i))
+	}
+	for i, w := range a.PreferredDuringSchedulingIgnoredDuringExecution {
+		wp := p.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i)
+		if w.Weight < 1 || w.Weight > 100 {
+			errs = append(errs, field.Invalid(wp.Child("weight"), w.Weight, "must be in the range 1-100"))
+		}
+		term(w.PodAffinityTerm, wp.Child("podAffinityTerm"))
+	}
+	return errs
+}
+
+// downwardVolumeFieldPaths are what a downwardAPI volume item's fieldRef may name (besides
+// metadata.labels['k'] and metadata.annotations['k']): no status or spec fields, unlike env.
+var downwardVolumeFieldPaths = []string{"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"}

@@ -89,6 +89,21 @@ func TestValidationAsTheKubelet(t *testing.T) {
 			"spec.volumes[0].ephemeral: Forbidden: static pods may not reference persistentvolumeclaims (via ephemeral volumes)"},
 		{"csi", "  volumes:\n  - name: s\n    csi:\n      driver: example.csi.k8s.io\n",
 			"spec.volumes[0].csi: Forbidden: static pods may not reference csidrivers (via CSI volumes)"},
+		// The fourth batch.
+		{"annotations over 256 KiB", "meta:  annotations:\n    a: " + strings.Repeat("x", 262145) + "\n",
+			"metadata.annotations: Too long: may not be more than 262144 bytes"},
+		{"serviceAccountToken without serviceAccountName", "  volumes:\n  - name: t\n    projected:\n      sources:\n      - serviceAccountToken:\n          path: token\n",
+			"spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: must not be specified when serviceAccountName is not set"},
+		{"downward volume of status.podIP", "  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: ip\n        fieldRef:\n          fieldPath: status.podIP\n",
+			`spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "status.podIP"`},
+		{"downward volume resource without containerName", "  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: cpu\n        resourceFieldRef:\n          resource: limits.cpu\n",
+			"spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName: Required value"},
+		{"minDomains with ScheduleAnyway", "  topologySpreadConstraints:\n  - maxSkew: 1\n    minDomains: 2\n    topologyKey: zone\n    whenUnsatisfiable: ScheduleAnyway\n",
+			"spec.topologySpreadConstraints[0].minDomains: Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"},
+		{"pod affinity operator", "  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - topologyKey: zone\n        labelSelector:\n          matchExpressions:\n          - key: a\n            operator: Near\n            values: [b]\n",
+			`spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`},
+		{"pod anti-affinity without topologyKey", "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchLabels:\n            a: b\n",
+			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty"},
 		{"scheduling gate", "  schedulingGates:\n  - name: example.com/wait\n",
 			"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"},
 	} {
@@ -124,6 +139,7 @@ func TestValidationAcceptsAsTheKubelet(t *testing.T) {
 		"  dnsConfig:\n    searches: [a_b.example, \".\"]\n",
 		"    lifecycle:\n      stopSignal: SIGUSR1\n  os:\n    name: linux\n",
 		"    env:\n    - name: A\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.annotations['Example.com/Key']\n",
+		"  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: l\n        fieldRef:\n          fieldPath: metadata.labels['app']\n      - path: cpu\n        resourceFieldRef:\n          containerName: c\n          resource: limits.cpu\n          divisor: 1m\n",
 		"    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: memory\n      restartPolicy: RestartContainer\n",
 	} {
 		mustDecode(t, "/etc/pods/x.yaml", pod("a")+extra)
