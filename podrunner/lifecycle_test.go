@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -330,6 +331,11 @@ func TestHookRunner(t *testing.T) {
 	if err == nil || !strings.Contains(msg, "Exec lifecycle hook ([false])") || !strings.Contains(msg, "boom") {
 		t.Errorf("failing exec hook: msg %q err %v", msg, err)
 	}
+	// The pod as the kubelet's format.Pod names it (make conformance's poststart-fails: the
+	// waiting reason PostStartHookError carries this message).
+	if want := fmt.Sprintf("in Pod %q failed", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")"); !strings.Contains(msg, want) {
+		t.Errorf("failing exec hook: msg %q, want it to contain %q", msg, want)
+	}
 
 	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -505,5 +511,20 @@ func TestManagerSidecarPreStopRunsAtOnce(t *testing.T) {
 	defer mu.Unlock()
 	if len(order) < 4 || !reflect.DeepEqual(order[:4], []string{"side-hook", "app-hook", "stop:" + app.ID, "stop:" + side.ID}) {
 		t.Errorf("order %v, want both hooks first, then the app's stop, then the sidecar's", order)
+	}
+}
+
+func TestShowStartFailures(t *testing.T) {
+	runErr := Waiting{Reason: ReasonRunContainerError, Message: "runc create failed: Cwd must be an absolute path"}
+	hookErr := Waiting{Reason: ReasonPostStartHookError, Message: "Exec lifecycle hook ... failed"}
+	waiting := map[string]Waiting{
+		"a": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s restarting failed container=a"},
+		"b": {Reason: "ImagePullBackOff"},
+		"d": {Reason: ReasonCrashLoopBackOff},
+	}
+	showStartFailures(waiting, map[string]Waiting{"a": runErr, "b": runErr, "c": runErr, "d": hookErr})
+	want := map[string]Waiting{"a": runErr, "b": {Reason: "ImagePullBackOff"}, "d": hookErr}
+	if !reflect.DeepEqual(waiting, want) {
+		t.Errorf("waiting = %+v, want %+v", waiting, want)
 	}
 }

@@ -256,6 +256,19 @@ func (e *CreateError) Error() string {
 
 func (e *CreateError) Unwrap() error { return e.Err }
 
+// StartFailure marks a StartContainer failure after the container was made: its task could not
+// be created or started. The instance is recorded as exited (StartError, exit code 128, Err's
+// text as its message: the CRI's words) and the error also wraps ErrExitRecorded; the container
+// waits as RunContainerError with that text through its back-off, as the kubelet shows it.
+type StartFailure struct {
+	ID  string
+	Err error
+}
+
+func (e *StartFailure) Error() string { return "start container " + e.ID + ": " + e.Err.Error() }
+
+func (e *StartFailure) Unwrap() error { return e.Err }
+
 // VolumeError marks a StartContainer failure to set up one of the pod's volumes (a hostPath that
 // fails its type check, a ConfigMap or Secret a volume needs and the node lacks): the kubelet's
 // FailedMount, with its message. Nothing of the attempt was kept; the container waits as

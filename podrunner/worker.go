@@ -47,6 +47,7 @@ type worker struct {
 	probeKilled map[string]bool         // instances stopped for a failed liveness or startup probe (their records' ProbeKilled)
 	reported    map[string]bool         // exited instances whose BackOff event was recorded
 	imgWaiting  map[string]Waiting      // container name -> pull or config problem, until it starts
+	runErrs     map[string]Waiting      // container name -> its last start's failure (RunContainerError, PostStartHookError), shown during its back-off until the next attempt
 	rejected    string                  // admission refusal reason last reported (admission.go)
 	// deadline.go: the start taken from the pod's sandbox once; the active deadline passed.
 	startAdopted, deadlineHit bool
@@ -85,6 +86,7 @@ func newWorker(m *Manager, pod *corev1.Pod) *worker {
 		probeKilled: map[string]bool{},
 		reported:    map[string]bool{},
 		imgWaiting:  map[string]Waiting{},
+		runErrs:     map[string]Waiting{},
 	}
 }
 
@@ -527,6 +529,7 @@ func (w *worker) startEarly(ctx context.Context, pod *corev1.Pod, v PodView, sb 
 // asked again.
 func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord, a StartAction, ready func() (ContainerRecord, error), present *ImageResult) (bool, time.Time) {
 	c := a.Container
+	delete(w.runErrs, c.Name) // a new attempt: the last one's failure is no longer the reason
 	if m := w.configErrs[c.Name]; m != nil && time.Now().Before(m.notBefore) {
 		reason := m.reason // ContainerCreating for a volume's set-up
 		if reason == "" {
@@ -595,6 +598,11 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 		}
 		w.m.rec.Eventf(pod, c.Name, EventWarning, ReasonFailed, "Error: %v", shown)
 		if errors.Is(err, ErrExitRecorded) {
+			msg := shown.Error()
+			if sf := (*StartFailure)(nil); errors.As(err, &sf) {
+				msg = sf.Err.Error() // the CRI's words, without podkeeper's "start container <id>: "
+			}
+			w.runErrs[c.Name] = Waiting{Reason: ReasonRunContainerError, Message: msg}
 			return true, time.Time{} // plan again: restart policy and CrashLoopBackOff apply
 		}
 		// Nothing was kept (bad spec, image gone): retry with backoff, never in a tight loop.
@@ -608,6 +616,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, sb ContainerRecord,
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonCreated, "Created container: %s", c.Name)
 	w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonStarted, "Started container %s", c.Name)
 	if err := w.runPostStart(ctx, pod, c, rec); err != nil {
+		if pe := (*postStartError)(nil); errors.As(err, &pe) {
+			w.runErrs[c.Name] = Waiting{Reason: ReasonPostStartHookError, Message: pe.msg}
+		}
 		return true, time.Time{} // killed: restart policy and CrashLoopBackOff apply
 	}
 	w.log.Info("container started", "container", c.Name, "restartCount", a.Attempt, "pid", rec.PID, "took", time.Since(began).Round(time.Millisecond))
@@ -800,6 +811,7 @@ func (w *worker) publish(pod *corev1.Pod, v PodView, plan Plan, terminating bool
 			plan.Waiting[name] = wt
 		}
 	}
+	showStartFailures(plan.Waiting, w.runErrs)
 	out := pod.DeepCopy()
 	out.Status = BuildStatus(w.statusInput(pod, v, plan, terminating))
 	if terminating {
@@ -839,4 +851,27 @@ func (m *Manager) LogPath(pod *corev1.Pod, container string, attempt int) string
 
 func (m *Manager) podLogDir(pod *corev1.Pod) string {
 	return filepath.Join(m.cfg.LogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}
+
+// Waiting reasons of a container whose last start failed, as the kubelet shows them: its task
+// could not be created or started, or its postStart hook failed (the container was then killed).
+// The kubelet keeps the failure as the container's reason until its next sync of the pod, which
+// after a failed start comes with the next attempt (make conformance's edge-workdir-relative:
+// RunContainerError through each back-off, CrashLoopBackOff for a second before the attempt).
+// podkeeper shows it through the back-off, in place of CrashLoopBackOff, until the next attempt;
+// under Never the instance stays terminated (StartError), as the kubelet shows it.
+const (
+	ReasonRunContainerError  = "RunContainerError"
+	ReasonPostStartHookError = "PostStartHookError"
+)
+
+// showStartFailures puts each container's failed last start (failures, by container name) in
+// place of its CrashLoopBackOff in waiting: the reason shown through the back-off. A container
+// waiting for anything else (its image, its config), or not waiting, is left as it is.
+func showStartFailures(waiting, failures map[string]Waiting) {
+	for name, f := range failures {
+		if waiting[name].Reason == ReasonCrashLoopBackOff {
+			waiting[name] = f
+		}
+	}
 }

@@ -30,6 +30,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("GraceZeroStillStopsGracefully", func(t *testing.T) { t.Parallel(); graceZero(t, a) })
 	t.Run("PreStopOutlastingTheGrace", func(t *testing.T) { t.Parallel(); preStopOutlastsGrace(t, a) })
 	t.Run("RemovedDuringInitSidecarNotHeld", func(t *testing.T) { t.Parallel(); removedDuringInit(t, a) })
+	t.Run("FailedStartShowsRunContainerError", func(t *testing.T) { t.Parallel(); failedStartReason(t, a) })
 	t.Run("LifecycleExample", func(t *testing.T) { t.Parallel(); lifecycleExample(t, a) })
 }
 
@@ -229,9 +230,18 @@ func failedPostStart(t *testing.T, shared *agent) {
 	a := sub(t, shared)
 	hook := "    lifecycle:\n      postStart:\n        exec:\n          command: [\"sh\", \"-c\", \"echo hook-out; exit 7\"]\n"
 	a.write("poststart.yaml", podYAML("poststart", "Always", 1, "", shContainer("main", "sleep 3600", hook)))
-	a.waitPod(60*time.Second, "poststart-e2e", "restarted after its postStart failed", func(p *corev1.Pod) bool {
-		return status(p, "main").RestartCount >= 1
+	// As the kubelet, the failure shows as the waiting reason PostStartHookError (for about a
+	// second after the kill), then CrashLoopBackOff until the restart.
+	seen := map[string]string{}
+	a.waitPod(60*time.Second, "poststart-e2e", "PostStartHookError, then restarted after its postStart failed", func(p *corev1.Pod) bool {
+		if w := status(p, "main").State.Waiting; w != nil {
+			seen[w.Reason] = w.Message
+		}
+		return status(p, "main").RestartCount >= 1 && seen["PostStartHookError"] != ""
 	})
+	if m := seen["PostStartHookError"]; !strings.Contains(m, "hook-out") {
+		t.Errorf("PostStartHookError message %q, want the hook's failure with its output", m)
+	}
 	desc, err := a.cli("describe", "pod", "poststart")
 	if err != nil || !strings.Contains(desc, "FailedPostStartHook") || !strings.Contains(desc, "hook-out") {
 		t.Fatalf("describe should show the FailedPostStartHook event with the hook's output: %v\n%s", err, desc)
@@ -484,4 +494,30 @@ func removedDuringInit(t *testing.T, shared *agent) {
 	if got := readLines(dir); !inOrder(got, []string{"side-term", "init-end"}) {
 		t.Fatalf("log %v, want the sidecar's SIGTERM before the init container (2 s to exit) ended", got)
 	}
+}
+
+// A container whose start fails (runc refuses a relative workingDir) waits as the kubelet shows
+// it: RunContainerError with the runtime's message through the back-off after each failed start
+// (its lastState the StartError). podkeeper showed CrashLoopBackOff (make conformance's
+// edge-workdir-relative).
+func failedStartReason(t *testing.T, shared *agent) {
+	a := sub(t, shared)
+	a.write("badcwd.yaml", podYAML("badcwd", "Always", 1, "", shContainer("main", "sleep 3600", "    workingDir: tmp\n")))
+	seen := map[string]string{}
+	a.waitPod(60*time.Second, "badcwd-e2e", "RunContainerError after a retry", func(p *corev1.Pod) bool {
+		st := status(p, "main")
+		if w := st.State.Waiting; w != nil {
+			seen[w.Reason] = w.Message
+		}
+		return seen["RunContainerError"] != "" && st.RestartCount >= 1 && st.State.Waiting != nil &&
+			st.LastTerminationState.Terminated != nil && st.LastTerminationState.Terminated.Reason == "StartError"
+	})
+	if _, ok := seen["CrashLoopBackOff"]; ok {
+		t.Errorf("a failed start showed CrashLoopBackOff; the kubelet shows RunContainerError through its back-off")
+	}
+	if m := seen["RunContainerError"]; !strings.Contains(m, "Cwd must be an absolute path") {
+		t.Errorf("RunContainerError message %q, want the runtime's", m)
+	}
+	a.remove("badcwd.yaml")
+	a.waitGone(30*time.Second, "badcwd-e2e", "")
 }

@@ -768,7 +768,7 @@ func (r *Runtime) cannotRun(ctx context.Context, c containerd.Container, cause e
 		LabelReason:     podrunner.ReasonStartError,
 		LabelMessage:    msg,
 	})
-	return fmt.Errorf("start container %s: %w (%w)", c.ID(), cause, podrunner.ErrExitRecorded)
+	return fmt.Errorf("%w (%w)", &podrunner.StartFailure{ID: c.ID(), Err: cause}, podrunner.ErrExitRecorded)
 }
 
 func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RootDir, "fifo") }
