@@ -430,7 +430,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 
 // CreateSandbox implements podrunner.Runtime.
 func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt int, created func(podrunner.ContainerRecord)) (podrunner.ContainerRecord, error) {
-	if err := sandboxRefusal(pod); err != nil {
+	if err := sandboxRefusal(pod, r.cfg.DNS.domain()); err != nil {
 		return podrunner.ContainerRecord{}, err
 	}
 	release, err := r.startSlot(ctx)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -133,6 +134,9 @@ func ContainerEnv(c *corev1.Container, namespace string, lookup podrunner.Config
 				return nil, nil, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", f.VolumeName)
 			}
 			val, found, err := files(*f)
+			if vnf := (*volumeNotFound)(nil); errors.As(err, &vnf) {
+				return nil, nil, vnf // as the kubelet says it, not an env file it could not parse
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("couldn't parse env file: %w", err)
 			}

@@ -26,7 +26,7 @@ func envFileValue(root, uid, vol, path, key string) (value string, found bool, e
 	}
 	dir, err := unix.Open(volumeDir(root, uid, volEmptyDir, vol), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef: %w", vol, err)
+		return "", false, &volumeNotFound{vol: vol, err: err}
 	}
 	defer unix.Close(dir)
 	fd, err := openBeneath(dir, path, false, 0)
@@ -107,3 +107,16 @@ func fileKeyLookup(root string, pod *corev1.Pod) func(corev1.FileKeySelector) (s
 		return envFileValue(root, string(pod.UID), f.VolumeName, f.Path, f.Key)
 	}
 }
+
+// volumeNotFound is a fileKeyRef's volume that is not there (no container mounted it, so it was
+// never set up): the kubelet's words, without the cause, which the log keeps.
+type volumeNotFound struct {
+	vol string
+	err error
+}
+
+func (e *volumeNotFound) Error() string {
+	return fmt.Sprintf("cannot find the volume %q referenced by FileKeyRef", e.vol)
+}
+
+func (e *volumeNotFound) Unwrap() error { return e.err }

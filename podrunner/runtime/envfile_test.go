@@ -38,3 +38,12 @@ func TestParseEnvFile(t *testing.T) {
 		})
 	}
 }
+
+// A fileKeyRef's volume that was never set up (no container mounts it) fails in the kubelet's
+// words (make conformance's edge-env-fileref), not as an env file that could not be parsed.
+func TestEnvFileVolumeNotFound(t *testing.T) {
+	_, _, err := envFileValue(t.TempDir(), "uid", "cfg", "a.env", "A")
+	if err == nil || err.Error() != `cannot find the volume "cfg" referenced by FileKeyRef` {
+		t.Fatalf("err %v, want the kubelet's words", err)
+	}
+}

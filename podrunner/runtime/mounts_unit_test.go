@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestBindOptions(t *testing.T) {
@@ -117,10 +118,10 @@ func TestRROSupported(t *testing.T) {
 
 func TestSandboxRefusalRuntimeClass(t *testing.T) {
 	empty, gvisor := "", "gvisor"
-	if err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &empty}}); err != nil {
+	if err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &empty}}, ""); err != nil {
 		t.Errorf("empty runtimeClassName (the default class): %v", err)
 	}
-	err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &gvisor}})
+	err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{RuntimeClassName: &gvisor}}, "")
 	if err == nil || !strings.Contains(err.Error(), `runtimeclass.node.k8s.io "gvisor" not found`) {
 		t.Errorf("runtimeClassName gvisor: %v", err)
 	}
@@ -132,9 +133,23 @@ func TestSandboxRefusal(t *testing.T) {
 		hostUsers *bool
 		refused   bool
 	}{{nil, false}, {b(true), false}, {b(false), true}} {
-		err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{HostUsers: tc.hostUsers}})
+		err := sandboxRefusal(&corev1.Pod{Spec: corev1.PodSpec{HostUsers: tc.hostUsers}}, "")
 		if (err != nil) != tc.refused || (err != nil && !strings.Contains(err.Error(), "does not support user namespaces")) {
 			t.Errorf("hostUsers %v: %v", tc.hostUsers, err)
 		}
+	}
+}
+
+func TestSandboxRefusalFQDN(t *testing.T) {
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: corev1.PodSpec{Hostname: strings.Repeat("h", 40), Subdomain: strings.Repeat("s", 40), SetHostnameAsFQDN: &yes}}
+	err := sandboxRefusal(pod, "cluster.local")
+	if err == nil || !strings.Contains(err.Error(), "failed to construct FQDN from pod hostname and cluster domain") {
+		t.Errorf("setHostnameAsFQDN past 64 characters: %v, want the sandbox refused", err)
+	}
+	pod.Spec.Hostname, pod.Spec.Subdomain = "h", "s"
+	if err := sandboxRefusal(pod, "cluster.local"); err != nil {
+		t.Errorf("a short FQDN: %v", err)
 	}
 }

@@ -184,7 +184,13 @@ func PodHostname(pod *corev1.Pod) string {
 // refused with the lookup's error, never run with runc instead of the isolation it asked for.
 // (The kubelet 1.37 without an API server crashes on such a static pod: a nil RuntimeClass
 // manager; make conformance found it.)
-func sandboxRefusal(pod *corev1.Pod) error {
+//
+// A setHostnameAsFQDN hostname longer than 64 characters fails the sandbox too, as the kubelet's
+// sandbox config does (make conformance's edge-fqdn-too-long), not the container's config.
+func sandboxRefusal(pod *corev1.Pod, clusterDomain string) error {
+	if _, _, err := PodHostnameAndFQDN(pod, clusterDomain); err != nil {
+		return err
+	}
 	if h := pod.Spec.HostUsers; h != nil && !*h {
 		return fmt.Errorf("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 	}
