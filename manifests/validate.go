@@ -326,6 +326,33 @@ func validateVolumes(vols []corev1.Volume, p *field.Path, serviceAccount string)
 		case v.Projected != nil:
 			pp := vp.Child("projected")
 			errs = append(errs, validateMode(pp.Child("defaultMode"), v.Projected.DefaultMode)...)
+			paths := sets.New[string]()
+			dup := func(p string) {
+				if paths.Has(p) {
+					errs = append(errs, field.Invalid(pp, p, "conflicting duplicate paths"))
+				}
+				paths.Insert(p)
+			}
+			for _, src := range v.Projected.Sources {
+				if src.DownwardAPI != nil {
+					for _, it := range src.DownwardAPI.Items {
+						dup(it.Path)
+					}
+				}
+				if src.ConfigMap != nil {
+					for _, it := range src.ConfigMap.Items {
+						dup(it.Path)
+					}
+				}
+				if src.Secret != nil {
+					for _, it := range src.Secret.Items {
+						dup(it.Path)
+					}
+				}
+				if src.ServiceAccountToken != nil {
+					dup(src.ServiceAccountToken.Path)
+				}
+			}
 			for j, src := range v.Projected.Sources {
 				sp := pp.Child("sources").Index(j)
 				if src.ServiceAccountToken != nil && serviceAccount == "" {

@@ -104,6 +104,8 @@ func TestValidationAsTheKubelet(t *testing.T) {
 			`spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`},
 		{"pod anti-affinity without topologyKey", "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchLabels:\n            a: b\n",
 			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty"},
+		{"projected: one path from two sources", "  volumes:\n  - name: v\n    projected:\n      sources:\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.name\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.namespace\n",
+			`spec.volumes[0].projected: Invalid value: "x": conflicting duplicate paths`},
 		{"scheduling gate", "  schedulingGates:\n  - name: example.com/wait\n",
 			"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"},
 	} {

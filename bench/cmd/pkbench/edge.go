@@ -175,6 +175,20 @@ var edgeScenarios = []scenario{
 	edge("env-fileref", "an env var from a file key (fileKeyRef)", "  volumes:\n  - name: cfg\n    emptyDir: {}\n", vc("c", "    env:\n    - name: A\n      valueFrom:\n        fileKeyRef:\n          volumeName: cfg\n          path: a.env\n          key: A\n          optional: true\n")),
 	edge("port-count-huge-range", "a hostPort of 0 with a hostIP", "", vc("c", "    ports:\n    - containerPort: 80\n      hostIP: 127.0.0.1\n")),
 	edge("container-name-long", "a container name of 64 characters", "", vc(strings.Repeat("c", 64), "")),
+	// A fifth batch.
+	edge("runasuser-huge", "runAsUser 2147483648", "", vc("c", "    securityContext:\n      runAsUser: 2147483648\n")),
+	edge("fsgroup-huge", "fsGroup 2147483648", "  securityContext:\n    fsGroup: 2147483648\n", vc("c", "")),
+	edge("hostname-dot", "a hostname with a dot", "  hostname: a.b\n", vc("c", "")),
+	edgeMeta("label-prefix-long", "a label key whose prefix is 254 characters", "  labels:\n    "+strings.Repeat("p", 254)+"/k: v\n"),
+	edge("projected-dup-paths", "a projected volume with one path from two sources", "  volumes:\n  - name: v\n    projected:\n      sources:\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.name\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.namespace\n", vc("c", "")),
+	edge("downward-dup-paths", "a downwardAPI volume with one path twice", "  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: x\n        fieldRef:\n          fieldPath: metadata.name\n      - path: x\n        fieldRef:\n          fieldPath: metadata.namespace\n", vc("c", "")),
+	edge("hostnet-port-no-hostport", "hostNetwork and a containerPort without hostPort", "  hostNetwork: true\n", vc("c", "    ports:\n    - containerPort: 18084\n")),
+	edge("probe-period-zero-startup", "a startup probe with failureThreshold 0 (defaulted)", "", vc("c", "    startupProbe:\n      failureThreshold: 0\n      exec:\n        command: [\"true\"]\n")),
+	edge("supplemental-huge", "a supplemental group 2147483648", "  securityContext:\n    supplementalGroups: [2147483648]\n", vc("c", "")),
+	edge("image-digest-and-tag", "an image with a tag and a digest that does not resolve", "", "  - name: c\n    image: busybox:latest@sha256:0000000000000000000000000000000000000000000000000000000000000000\n    imagePullPolicy: IfNotPresent\n    command: [\"sleep\", \"3600\"]\n"),
+	edge("mountpath-dotdot", "a mountPath with '..'", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x/../y\n")),
+	edge("two-hostports-udp-tcp", "one hostPort for TCP in one container and UDP in another", "", vc("a", "    ports:\n    - containerPort: 80\n      hostPort: 18085\n"), vc("b", "    ports:\n    - containerPort: 80\n      hostPort: 18085\n      protocol: UDP\n")),
+	edge("init-hostport-dup", "an init container and an app container with one hostPort", "  initContainers:\n"+vc("i", "    ports:\n    - containerPort: 80\n      hostPort: 18086\n"), vc("c", "    ports:\n    - containerPort: 81\n      hostPort: 18086\n")),
 }
 
 func init() { scenarios = append(scenarios, edgeScenarios...) }
