@@ -189,6 +189,23 @@ var edgeScenarios = []scenario{
 	edge("mountpath-dotdot", "a mountPath with '..'", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x/../y\n")),
 	edge("two-hostports-udp-tcp", "one hostPort for TCP in one container and UDP in another", "", vc("a", "    ports:\n    - containerPort: 80\n      hostPort: 18085\n"), vc("b", "    ports:\n    - containerPort: 80\n      hostPort: 18085\n      protocol: UDP\n")),
 	edge("init-hostport-dup", "an init container and an app container with one hostPort", "  initContainers:\n"+vc("i", "    ports:\n    - containerPort: 80\n      hostPort: 18086\n"), vc("c", "    ports:\n    - containerPort: 81\n      hostPort: 18086\n")),
+	// A sixth batch.
+	edge("port-name-digits", "a port name of digits only", "", vc("c", "    ports:\n    - name: \"123\"\n      containerPort: 80\n")),
+	edge("port-name-leading-hyphen", "a port name beginning with a hyphen", "", vc("c", "    ports:\n    - name: \"-ab\"\n      containerPort: 80\n")),
+	edge("node-name-other", "a nodeName of another node", "  nodeName: elsewhere\n", vc("c", "")),
+	edge("ephemeral-container", "an ephemeral container", "  ephemeralContainers:\n  - name: dbg\n    image: busybox\n", vc("c", "")),
+	edge("propagation-bad", "mountPropagation Sometimes", "  volumes:\n  - name: v\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n      mountPropagation: Sometimes\n")),
+	edge("rro-bad", "recursiveReadOnly Sometimes on a read-only mount", "  volumes:\n  - name: v\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n      readOnly: true\n      recursiveReadOnly: Sometimes\n")),
+	edge("resize-dup", "a resizePolicy naming cpu twice", "", vc("c", "    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: cpu\n      restartPolicy: RestartContainer\n")),
+	edge("spread-dup", "two topologySpreadConstraints of one key and action", "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n  - maxSkew: 2\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n", vc("c", "")),
+	edge("spread-policy-bad", "a topologySpreadConstraint with nodeAffinityPolicy Sometimes", "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n    nodeAffinityPolicy: Sometimes\n", vc("c", "")),
+	edge("seccomp-default-with-profile", "a RuntimeDefault seccomp profile with localhostProfile", "", vc("c", "    securityContext:\n      seccompProfile:\n        type: RuntimeDefault\n        localhostProfile: x.json\n")),
+	{"edge-name-long", "a pod name of 250 characters (the static name, with the node's, past 253)", podDoc(strings.Repeat("n", 250), "Always", "", vc("c", ""))},
+	edge("hook-header-bad", "a preStop httpGet header whose name has a space", "", vc("c", "    lifecycle:\n      preStop:\n        httpGet:\n          port: 80\n          httpHeaders:\n          - name: \"a b\"\n            value: x\n")),
+	edge("poststart-empty-command", "a postStart exec hook with an empty command", "", vc("c", "    lifecycle:\n      postStart:\n        exec:\n          command: []\n")),
+	edge("env-valuefrom-empty", "an env var with an empty valueFrom", "", vc("c", "    env:\n    - name: A\n      valueFrom: {}\n")),
+	edge("envfrom-empty", "an envFrom entry with no source", "", vc("c", "    envFrom:\n    - prefix: P_\n")),
+	edge("overhead-negative", "spec.overhead of -10m cpu", "  overhead:\n    cpu: -10m\n", vc("c", "")),
 }
 
 func init() { scenarios = append(scenarios, edgeScenarios...) }

@@ -92,6 +92,8 @@ var termScenarios = []scenario{
 	{"term-two-prestops", "two containers with a preStop hook of 1 s each (run at once), both exit on SIGTERM (grace 4 s)", termPod("tm-twops", 4, "", termC("a", "exit 0", preStopExec("a", "1", 0)), termC("b", "exit 0", preStopExec("b", "1", 0)))},
 	{"term-sidecar-slow-app", "an app kept running on SIGTERM (grace 4 s) and a sidecar that exits on it: the sidecar's turn comes with the app's SIGKILL, and it still gets its signal", termPod("tm-sideslow", 4, "  initContainers:\n"+termC("side", "exit 0", sidecarAlways), termC("c", "", ""))},
 	{"term-sidecar-init-running", "removed while a plain init container runs (1 s to exit on SIGTERM) after a sidecar (kept running on it; grace 4 s)", termPod("tm-sideinit", 4, "  initContainers:\n"+termC("side", "", sidecarAlways)+termC("init", "sleep 1; exit 0", ""), termC("c", "exit 0", ""))},
+	{"term-grace-one", "terminationGracePeriodSeconds 1, SIGTERM kept running: the stop's 2 s minimum", termPod("tm-graceone", 1, "", termC("c", "", ""))},
+	{"term-two-sidecars-killed", "two sidecars kept running on SIGTERM, an app that exits on it (grace 6 s): the later sidecar is SIGKILLed at 6 s, the earlier gets its signal then and 2 s more", termPod("tm-twoside", 6, "  initContainers:\n"+termC("s1", "", sidecarAlways)+termC("s2", "", sidecarAlways), termC("c", "exit 0", ""))},
 	{"term-init-running", "removed while its init container runs (kept running on SIGTERM, grace 3 s)", termPod("tm-initrun", 3, "  initContainers:\n"+termC("init", "", ""), termC("c", "exit 0", ""))},
 }
 
