@@ -361,7 +361,12 @@ const analysis = `### Why a target is missed, and what would reach it
   three namespaces, makes a sandbox record and runs a CNI ADD per pod (bridge and host-local,
   plugin execs and netlink work the floor does not do at all). The ratio moves between runs on
   this machine by more than the target's margin: 1.38x on 2026-12-05 evening (24.5 s, floor
-  17.7 s), 1.04x on 2026-12-06 night (23.3 s, floor 22.4 s), with the same start path.
+  17.7 s), 1.04x on 2026-12-06 night (23.3 s, floor 22.4 s), with the same start path;
+  1.91x on the faster machine of 2026-12-07 (11.7 s, floor 6.13 s: the floor's create+start
+  shrinks with the CPU more than the per-pod network work does). That morning's changes (the
+  termination and validation fixes) are not the cause: A/B in one session, 110 pods, the build
+  of the evening before and the new one alternating twice, 10.5/9.69 s (1.28/1.63x) before and
+  10.0/13.8 s (1.43/2.04x) after, the floor between 5.95 and 8.26 s.
   Without the pause process (2026-12-04 evening; A/B in one session, --always-pause against the
   default) 110 pods went from 9.52 s (2.27x) to 8.01 s (1.97x), their teardown from 8.26 to
   5.87 s. Without the CNI loopback plugin and, for pods without a hostPort, the portmap
