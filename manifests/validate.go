@@ -1019,5 +1019,8 @@ func validateSeccomp(p *field.Path, sp *corev1.SeccompProfile) field.ErrorList {
 	if sp.Type == corev1.SeccompProfileTypeLocalhost && (sp.LocalhostProfile == nil || *sp.LocalhostProfile == "") {
 		return field.ErrorList{field.Required(p.Child("localhostProfile"), "must be set when seccomp type is Localhost")}
 	}
+	if sp.Type != corev1.SeccompProfileTypeLocalhost && sp.LocalhostProfile != nil {
+		return field.ErrorList{field.Invalid(p.Child("localhostProfile"), *sp.LocalhostProfile, "can only be set when seccomp type is Localhost")}
+	}
 	return nil
 }

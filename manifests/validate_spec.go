@@ -85,8 +85,21 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Forbidden(p.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
 	}
 	errs = append(errs, validateAffinity(spec.Affinity, p.Child("affinity"))...)
+	spreads := sets.New[string]()
 	for i, c := range spec.TopologySpreadConstraints {
 		cp := p.Child("topologySpreadConstraints").Index(i)
+		if key := fmt.Sprintf("{%s, %s}", c.TopologyKey, c.WhenUnsatisfiable); spreads.Has(key) {
+			errs = append(errs, field.Duplicate(cp.Child("{topologyKey, whenUnsatisfiable}"), key))
+		} else {
+			spreads.Insert(key)
+		}
+		policies := []corev1.NodeInclusionPolicy{corev1.NodeInclusionPolicyHonor, corev1.NodeInclusionPolicyIgnore}
+		if np := c.NodeAffinityPolicy; np != nil && !slices.Contains(policies, *np) {
+			errs = append(errs, field.NotSupported(cp.Child("nodeAffinityPolicy"), *np, policies))
+		}
+		if np := c.NodeTaintsPolicy; np != nil && !slices.Contains(policies, *np) {
+			errs = append(errs, field.NotSupported(cp.Child("nodeTaintsPolicy"), *np, policies))
+		}
 		if c.MaxSkew <= 0 {
 			errs = append(errs, field.Invalid(cp.Child("maxSkew"), c.MaxSkew, "must be greater than zero"))
 		}

@@ -106,6 +106,13 @@ func TestValidationAsTheKubelet(t *testing.T) {
 			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty"},
 		{"projected: one path from two sources", "  volumes:\n  - name: v\n    projected:\n      sources:\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.name\n      - downwardAPI:\n          items:\n          - path: x\n            fieldRef:\n              fieldPath: metadata.namespace\n",
 			`spec.volumes[0].projected: Invalid value: "x": conflicting duplicate paths`},
+		// The sixth batch.
+		{"two spread constraints of one key and action", "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n  - maxSkew: 2\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n",
+			`spec.topologySpreadConstraints[1].{topologyKey, whenUnsatisfiable}: Duplicate value: "{zone, DoNotSchedule}"`},
+		{"nodeAffinityPolicy", "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n    nodeAffinityPolicy: Sometimes\n",
+			`spec.topologySpreadConstraints[0].nodeAffinityPolicy: Unsupported value: "Sometimes": supported values: "Honor", "Ignore"`},
+		{"RuntimeDefault seccomp with a localhostProfile", "    securityContext:\n      seccompProfile:\n        type: RuntimeDefault\n        localhostProfile: x.json\n",
+			`spec.containers[0].securityContext.seccompProfile.localhostProfile: Invalid value: "x.json": can only be set when seccomp type is Localhost`},
 		{"scheduling gate", "  schedulingGates:\n  - name: example.com/wait\n",
 			"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"},
 	} {
