@@ -20,12 +20,7 @@ func validateProbeContext(c *corev1.Container, path *field.Path, restartableInit
 		p    *corev1.Probe
 	}{{"startupProbe", c.StartupProbe}, {"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}}
 	if isInit && !restartableInit {
-		for _, pr := range probes {
-			if pr.p != nil {
-				errs = append(errs, field.Forbidden(path.Child(pr.name), "may not be set for init containers without restartPolicy=Always"))
-			}
-		}
-		return errs
+		return nil // validatePod refuses a plain init container's probes (and lifecycle)
 	}
 	for _, pr := range probes {
 		if pr.p == nil {

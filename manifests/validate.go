@@ -143,20 +143,14 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
 	}
-	for _, group := range []struct {
-		name string
-		list []corev1.Container
-	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
-		for i, c := range group.list {
-			cp := spec.Child(group.name).Index(i)
-			if len(c.Resources.Claims) > 0 {
-				errs = append(errs, field.Forbidden(cp.Child("resources", "claims"), "static pods may not reference resourceclaims (they need an API server)"))
-			}
-			if len(c.VolumeDevices) > 0 {
-				errs = append(errs, field.Forbidden(cp.Child("volumeDevices"), "static pods may not reference persistentvolumeclaims (a volumeDevice needs one)"))
-			}
+	eachContainer(&pod.Spec, spec, func(c *corev1.Container, cp *field.Path) {
+		if len(c.Resources.Claims) > 0 {
+			errs = append(errs, field.Forbidden(cp.Child("resources", "claims"), "static pods may not reference resourceclaims (they need an API server)"))
 		}
-	}
+		if len(c.VolumeDevices) > 0 {
+			errs = append(errs, field.Forbidden(cp.Child("volumeDevices"), "static pods may not reference persistentvolumeclaims (a volumeDevice needs one)"))
+		}
+	})
 
 	if !slices.Contains(supportedRestartPolicies, pod.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy, supportedRestartPolicies))
@@ -223,21 +217,7 @@ func validatePod(pod *corev1.Pod, nodeName string) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateSpecMore(&pod.Spec, spec)...)
-	return uniqueErrors(errs)
-}
-
-// uniqueErrors drops repeats (two checks may find one problem: a readiness probe on a plain init
-// container was reported twice).
-func uniqueErrors(errs field.ErrorList) field.ErrorList {
-	seen := sets.New[string]()
-	var out field.ErrorList
-	for _, e := range errs {
-		if k := e.Error(); !seen.Has(k) {
-			seen.Insert(k)
-			out = append(out, e)
-		}
-	}
-	return out
+	return errs
 }
 
 // validateVolumes checks names (unique DNS-1123 labels), that each volume has exactly one
@@ -559,8 +539,9 @@ func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field
 				errs = append(errs, field.NotSupported(fp.Child("apiVersion"), vf.FieldRef.APIVersion, []string{"v1"}))
 			}
 			fpath := vf.FieldRef.FieldPath
-			errs = append(errs, validateSubscript(fp, fpath)...)
-			if !slices.Contains(supportedFieldPaths, fpath) && !strings.HasPrefix(fpath, "metadata.labels['") && !strings.HasPrefix(fpath, "metadata.annotations['") {
+			subErrs, sub := validateSubscript(fp, fpath)
+			errs = append(errs, subErrs...)
+			if !sub && !slices.Contains(supportedFieldPaths, fpath) {
 				if fpath == "" {
 					errs = append(errs, field.Required(fp.Child("fieldPath"), ""))
 				} else {

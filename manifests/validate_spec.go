@@ -20,9 +20,7 @@ import (
 func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if d := spec.Subdomain; d != "" {
-		for _, m := range validation.IsDNS1123Label(d) {
-			errs = append(errs, field.Invalid(p.Child("subdomain"), d, m))
-		}
+		errs = append(errs, invalidAll(p.Child("subdomain"), d, validation.IsDNS1123Label(d))...)
 	}
 	errs = append(errs, validateDNSConfig(spec.DNSConfig, p.Child("dnsConfig"))...)
 	for i, a := range spec.HostAliases {
@@ -31,9 +29,7 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(ap.Child("ip"), a.IP, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
 		}
 		for j, h := range a.Hostnames {
-			for _, m := range validation.IsDNS1123Subdomain(h) {
-				errs = append(errs, field.Invalid(ap.Child("hostnames").Index(j), h, m))
-			}
+			errs = append(errs, invalidAll(ap.Child("hostnames").Index(j), h, validation.IsDNS1123Subdomain(h))...)
 		}
 	}
 	// hostPorts: one protocol, host IP and port once among the app containers.
@@ -65,20 +61,15 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	}
 	for _, k := range sortedKeys(spec.NodeSelector) {
 		kp := p.Child("nodeSelector")
-		for _, m := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(kp, k, m))
-		}
-		for _, m := range validation.IsValidLabelValue(spec.NodeSelector[k]) {
-			errs = append(errs, field.Invalid(kp, spec.NodeSelector[k], m))
-		}
+		errs = append(errs, invalidAll(kp, k, validation.IsQualifiedName(k))...)
+		errs = append(errs, invalidAll(kp, spec.NodeSelector[k], validation.IsValidLabelValue(spec.NodeSelector[k]))...)
 	}
 	if pp := spec.PreemptionPolicy; pp != nil && *pp != corev1.PreemptLowerPriority && *pp != corev1.PreemptNever {
 		errs = append(errs, field.NotSupported(p.Child("preemptionPolicy"), *pp, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
 	}
 	for i, g := range spec.ReadinessGates {
-		for _, m := range validation.IsQualifiedName(string(g.ConditionType)) {
-			errs = append(errs, field.Invalid(p.Child("readinessGates").Index(i).Child("conditionType"), string(g.ConditionType), m))
-		}
+		ct := string(g.ConditionType)
+		errs = append(errs, invalidAll(p.Child("readinessGates").Index(i).Child("conditionType"), ct, validation.IsQualifiedName(ct))...)
 	}
 	if len(spec.SchedulingGates) > 0 {
 		// A static pod is bound to its node from the start (the kubelet's words).
@@ -118,14 +109,9 @@ func validateSpecMore(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 			}
 		}
 	}
-	for _, group := range []struct {
-		name string
-		list []corev1.Container
-	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
-		for i, c := range group.list {
-			errs = append(errs, validateHugePagesNeedCPUOrMemory(c.Resources, p.Child(group.name).Index(i).Child("resources"))...)
-		}
-	}
+	eachContainer(spec, p, func(c *corev1.Container, cp *field.Path) {
+		errs = append(errs, validateHugePagesNeedCPUOrMemory(c.Resources, cp.Child("resources"))...)
+	})
 	errs = append(errs, validateTolerations(spec.Tolerations, p.Child("tolerations"))...)
 	errs = append(errs, validateOS(spec, p)...)
 	return errs
@@ -159,9 +145,7 @@ func validateDNSConfig(c *corev1.PodDNSConfig, p *field.Path) field.ErrorList {
 		if s == "." {
 			continue
 		}
-		for _, m := range validation.IsDNS1123SubdomainWithUnderscore(name) {
-			errs = append(errs, field.Invalid(p.Child("searches").Index(i), name, m))
-		}
+		errs = append(errs, invalidAll(p.Child("searches").Index(i), name, validation.IsDNS1123SubdomainWithUnderscore(name))...)
 	}
 	if n := len(c.Searches); n > 0 && total+n-1 > 2048 {
 		errs = append(errs, field.Invalid(p.Child("searches"), c.Searches, "must not have more than 2048 characters (including spaces) in the search list"))
@@ -182,9 +166,7 @@ func validateTolerations(ts []corev1.Toleration, p *field.Path) field.ErrorList 
 	for i, t := range ts {
 		tp := p.Index(i)
 		if t.Key != "" {
-			for _, m := range validation.IsQualifiedName(t.Key) {
-				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, m))
-			}
+			errs = append(errs, invalidAll(tp.Child("key"), t.Key, validation.IsQualifiedName(t.Key))...)
 		} else if t.Operator != corev1.TolerationOpExists {
 			errs = append(errs, field.Invalid(tp.Child("operator"), t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
 		}
@@ -193,9 +175,7 @@ func validateTolerations(ts []corev1.Toleration, p *field.Path) field.ErrorList 
 		}
 		switch t.Operator {
 		case corev1.TolerationOpEqual, "":
-			for _, m := range validation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(tp.Child("operator"), t.Value, m))
-			}
+			errs = append(errs, invalidAll(tp.Child("operator"), t.Value, validation.IsValidLabelValue(t.Value))...)
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
 				errs = append(errs, field.Invalid(tp.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
@@ -224,16 +204,11 @@ func validateOS(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 		if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil {
 			errs = append(errs, field.Forbidden(p.Child("securityContext", "windowsOptions"), "windows options cannot be set for a linux pod"))
 		}
-		for _, group := range []struct {
-			name string
-			list []corev1.Container
-		}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
-			for i, c := range group.list {
-				if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil {
-					errs = append(errs, field.Forbidden(p.Child(group.name).Index(i).Child("securityContext", "windowsOptions"), "windows options cannot be set for a linux pod"))
-				}
+		eachContainer(spec, p, func(c *corev1.Container, cp *field.Path) {
+			if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil {
+				errs = append(errs, field.Forbidden(cp.Child("securityContext", "windowsOptions"), "windows options cannot be set for a linux pod"))
 			}
-		}
+		})
 		return errs
 	case corev1.Windows:
 	default:
@@ -261,28 +236,23 @@ func validateOS(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	}
 	forbid(p.Child("shareProcessNamespace"), spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace)
 	forbid(p.Child("hostUsers"), spec.HostUsers != nil)
-	for _, group := range []struct {
-		name string
-		list []corev1.Container
-	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
-		for i, c := range group.list {
-			sc := c.SecurityContext
-			if sc == nil {
-				continue
-			}
-			sp := p.Child(group.name).Index(i).Child("securityContext")
-			forbid(sp.Child("seLinuxOptions"), sc.SELinuxOptions != nil)
-			forbid(sp.Child("seccompProfile"), sc.SeccompProfile != nil)
-			forbid(sp.Child("appArmorProfile"), sc.AppArmorProfile != nil)
-			forbid(sp.Child("capabilities"), sc.Capabilities != nil)
-			forbid(sp.Child("readOnlyRootFilesystem"), sc.ReadOnlyRootFilesystem != nil)
-			forbid(sp.Child("privileged"), sc.Privileged != nil)
-			forbid(sp.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation != nil)
-			forbid(sp.Child("procMount"), sc.ProcMount != nil)
-			forbid(sp.Child("runAsUser"), sc.RunAsUser != nil)
-			forbid(sp.Child("runAsGroup"), sc.RunAsGroup != nil)
+	eachContainer(spec, p, func(c *corev1.Container, cp *field.Path) {
+		sc := c.SecurityContext
+		if sc == nil {
+			return
 		}
-	}
+		sp := cp.Child("securityContext")
+		forbid(sp.Child("seLinuxOptions"), sc.SELinuxOptions != nil)
+		forbid(sp.Child("seccompProfile"), sc.SeccompProfile != nil)
+		forbid(sp.Child("appArmorProfile"), sc.AppArmorProfile != nil)
+		forbid(sp.Child("capabilities"), sc.Capabilities != nil)
+		forbid(sp.Child("readOnlyRootFilesystem"), sc.ReadOnlyRootFilesystem != nil)
+		forbid(sp.Child("privileged"), sc.Privileged != nil)
+		forbid(sp.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation != nil)
+		forbid(sp.Child("procMount"), sc.ProcMount != nil)
+		forbid(sp.Child("runAsUser"), sc.RunAsUser != nil)
+		forbid(sp.Child("runAsGroup"), sc.RunAsGroup != nil)
+	})
 	return errs
 }
 
@@ -323,9 +293,8 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, p *field.Path) 
 			errs = append(errs, field.Required(ip, "one of fieldRef and resourceFieldRef is required"))
 		case it.FieldRef != nil:
 			fp := it.FieldRef.FieldPath
-			sub := strings.HasPrefix(fp, "metadata.labels['") || strings.HasPrefix(fp, "metadata.annotations['")
-			if sub {
-				errs = append(errs, validateSubscript(ip.Child("fieldRef"), fp)...)
+			if subErrs, sub := validateSubscript(ip.Child("fieldRef"), fp); sub {
+				errs = append(errs, subErrs...)
 			} else if !slices.Contains(downwardVolumeFieldPaths, fp) {
 				errs = append(errs, field.NotSupported(ip.Child("fieldRef", "fieldPath"), fp, downwardVolumeFieldPaths))
 			}
@@ -360,26 +329,7 @@ func validateAffinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
 	np := p.Child("nodeAffinity")
 	reqs := func(list []corev1.NodeSelectorRequirement, lp *field.Path) {
 		for i, r := range list {
-			rp := lp.Index(i)
-			switch r.Operator {
-			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
-				if len(r.Values) == 0 {
-					errs = append(errs, field.Required(rp.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-				}
-			case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
-				if len(r.Values) > 0 {
-					errs = append(errs, field.Forbidden(rp.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-				}
-			case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-				if len(r.Values) != 1 {
-					errs = append(errs, field.Required(rp.Child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"))
-				}
-			default:
-				errs = append(errs, field.Invalid(rp.Child("operator"), r.Operator, "not a valid selector operator"))
-			}
-			for _, m := range validation.IsQualifiedName(r.Key) {
-				errs = append(errs, field.Invalid(rp.Child("key"), r.Key, m))
-			}
+			errs = append(errs, validateRequirement(lp.Index(i), r.Key, string(r.Operator), r.Values, true)...)
 		}
 	}
 	term := func(t corev1.NodeSelectorTerm, tp *field.Path) {
@@ -451,9 +401,10 @@ func validateDivisor(p *field.Path, r *corev1.ResourceFieldSelector) field.Error
 // sysctlName is the API's pattern of a sysctl name (dots or slashes between segments).
 var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
 
-// validateSubscript checks the key of a fieldPath metadata.labels['k'] or
-// metadata.annotations['k']: a label key, or an annotation key (a qualified name, any case).
-func validateSubscript(p *field.Path, fpath string) field.ErrorList {
+// validateSubscript reports whether fpath is a fieldPath metadata.labels['k'] or
+// metadata.annotations['k'], and checks its key: a label key, or an annotation key (a qualified
+// name, any case).
+func validateSubscript(p *field.Path, fpath string) (field.ErrorList, bool) {
 	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
 		rest, ok := strings.CutPrefix(fpath, prefix)
 		if !ok {
@@ -461,18 +412,57 @@ func validateSubscript(p *field.Path, fpath string) field.ErrorList {
 		}
 		key, ok := strings.CutSuffix(rest, "']")
 		if !ok {
-			return field.ErrorList{field.Invalid(p.Child("fieldPath"), fpath, "error converting fieldPath: field label not supported")}
+			return field.ErrorList{field.Invalid(p.Child("fieldPath"), fpath, "error converting fieldPath: field label not supported")}, true
 		}
 		if prefix == "metadata.annotations['" {
 			key = strings.ToLower(key)
 		}
-		var errs field.ErrorList
-		for _, m := range validation.IsQualifiedName(key) {
-			errs = append(errs, field.Invalid(p, key, m))
-		}
-		return errs
+		return invalidAll(p, key, validation.IsQualifiedName(key)), true
 	}
-	return nil
+	return nil, false
+}
+
+// invalidAll is one Invalid error at p for each of msgs about value (a validation.Is*'s answer).
+func invalidAll(p *field.Path, value any, msgs []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, m := range msgs {
+		errs = append(errs, field.Invalid(p, value, m))
+	}
+	return errs
+}
+
+// eachContainer calls fn for every init and app container of spec with its field path.
+func eachContainer(spec *corev1.PodSpec, p *field.Path, fn func(c *corev1.Container, cp *field.Path)) {
+	for i := range spec.InitContainers {
+		fn(&spec.InitContainers[i], p.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		fn(&spec.Containers[i], p.Child("containers").Index(i))
+	}
+}
+
+// validateRequirement checks one selector requirement (a node selector's or a label
+// selector's): its key a label key; In and NotIn with values, Exists and DoesNotExist without;
+// Gt and Lt, with one value, only where numeric (node selectors).
+func validateRequirement(rp *field.Path, key, op string, values []string, numeric bool) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case op == "In" || op == "NotIn":
+		if len(values) == 0 {
+			errs = append(errs, field.Required(rp.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+		}
+	case op == "Exists" || op == "DoesNotExist":
+		if len(values) > 0 {
+			errs = append(errs, field.Forbidden(rp.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+		}
+	case numeric && (op == "Gt" || op == "Lt"):
+		if len(values) != 1 {
+			errs = append(errs, field.Required(rp.Child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+		}
+	default:
+		errs = append(errs, field.Invalid(rp.Child("operator"), op, "not a valid selector operator"))
+	}
+	return append(errs, invalidAll(rp.Child("key"), key, validation.IsQualifiedName(key))...)
 }
 
 // linuxStopSignals are the signals lifecycle.stopSignal may name in a Linux pod (the API's list).
@@ -519,9 +509,7 @@ func validatePodAffinity(a *corev1.PodAffinity, p *field.Path) field.ErrorList {
 		if t.TopologyKey == "" {
 			errs = append(errs, field.Required(tp.Child("topologyKey"), "can not be empty"))
 		} else {
-			for _, m := range validation.IsQualifiedName(t.TopologyKey) {
-				errs = append(errs, field.Invalid(tp.Child("topologyKey"), t.TopologyKey, m))
-			}
+			errs = append(errs, invalidAll(tp.Child("topologyKey"), t.TopologyKey, validation.IsQualifiedName(t.TopologyKey))...)
 		}
 		for _, sel := range []struct {
 			name string
@@ -532,30 +520,11 @@ func validatePodAffinity(a *corev1.PodAffinity, p *field.Path) field.ErrorList {
 			}
 			sp := tp.Child(sel.name)
 			for k, v := range sel.s.MatchLabels {
-				for _, m := range validation.IsQualifiedName(k) {
-					errs = append(errs, field.Invalid(sp.Child("matchLabels"), k, m))
-				}
-				for _, m := range validation.IsValidLabelValue(v) {
-					errs = append(errs, field.Invalid(sp.Child("matchLabels"), v, m))
-				}
+				errs = append(errs, invalidAll(sp.Child("matchLabels"), k, validation.IsQualifiedName(k))...)
+				errs = append(errs, invalidAll(sp.Child("matchLabels"), v, validation.IsValidLabelValue(v))...)
 			}
 			for i, r := range sel.s.MatchExpressions {
-				rp := sp.Child("matchExpressions").Index(i)
-				switch r.Operator {
-				case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
-					if len(r.Values) == 0 {
-						errs = append(errs, field.Required(rp.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-					}
-				case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
-					if len(r.Values) > 0 {
-						errs = append(errs, field.Forbidden(rp.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-					}
-				default:
-					errs = append(errs, field.Invalid(rp.Child("operator"), r.Operator, "not a valid selector operator"))
-				}
-				for _, m := range validation.IsQualifiedName(r.Key) {
-					errs = append(errs, field.Invalid(rp.Child("key"), r.Key, m))
-				}
+				errs = append(errs, validateRequirement(sp.Child("matchExpressions").Index(i), r.Key, string(r.Operator), r.Values, false)...)
 			}
 		}
 	}

@@ -67,8 +67,8 @@ func hookURL(pod *corev1.Pod, c *corev1.Container, h *corev1.HTTPGetAction) (str
 	return probes.HTTPGetURL(h, host, port).String(), nil
 }
 
-// podRef names a pod in hook messages as the kubelet's format.Pod does: name_namespace(uid).
-func podRef(pod *corev1.Pod) string {
+// PodRef names a pod in messages as the kubelet's format.Pod does: name_namespace(uid).
+func PodRef(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
@@ -94,14 +94,14 @@ func (h hookRunner) run(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		}
 		if err != nil {
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
-				lh.Exec.Command, c.Name, podRef(pod), err, out.String()), err
+				lh.Exec.Command, c.Name, PodRef(pod), err, out.String()), err
 		}
 		return "", nil
 	case lh.HTTPGet != nil:
 		err := h.httpGet(ctx, pod, c, lh.HTTPGet)
 		if err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
-				lh.HTTPGet.Path, c.Name, podRef(pod), err), err
+				lh.HTTPGet.Path, c.Name, PodRef(pod), err), err
 		}
 		return "", nil
 	case lh.Sleep != nil:
@@ -113,14 +113,14 @@ func (h hookRunner) run(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		case <-ctx.Done():
 			err := errors.New("container terminated before sleep hook finished")
 			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
-				lh.Sleep.Seconds, c.Name, podRef(pod), err), err
+				lh.Sleep.Seconds, c.Name, PodRef(pod), err), err
 		}
 	case lh.TCPSocket != nil:
 		err := errors.New("tcpSocket lifecycle handlers are deprecated and not supported")
-		return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, podRef(pod), err), err
+		return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, PodRef(pod), err), err
 	}
 	err := errors.New("handler has no action")
-	return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, podRef(pod), err), err
+	return fmt.Sprintf("%s hook for Container %q in Pod %q failed - error: %v", which, c.Name, PodRef(pod), err), err
 }
 
 // httpGet sends the hook's request. As the kubelet, only a failure to get an answer fails the

@@ -309,7 +309,7 @@ func PlanPod(pod *corev1.Pod, v PodView, gate RestartGate, now time.Time) Plan {
 // startup probe has not passed yet (started false) holds the init sequence, as the kubelet's
 // (nil: running means started). Pure.
 func PlanPodProbed(pod *corev1.Pod, v PodView, gate RestartGate, probes ProbeStatus, now time.Time) Plan {
-	p := Plan{Waiting: map[string]Waiting{}, podDesc: fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)}
+	p := Plan{Waiting: map[string]Waiting{}, podDesc: PodRef(pod)}
 	p.Remove = removable(pod, v)
 	sb, hasSB := v.Sandbox()
 	// An exit that restarts the whole pod (RestartAllContainers), and what of the run before it

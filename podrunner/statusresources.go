@@ -25,7 +25,10 @@ func pick(l corev1.ResourceList) corev1.ResourceList {
 				out = corev1.ResourceList{}
 			}
 			out[n] = q.DeepCopy()
-			if milli := resource.NewMilliQuantity(q.MilliValue(), q.Format); n == corev1.ResourceCPU && q.Cmp(*milli) != 0 {
+			if n != corev1.ResourceCPU {
+				continue
+			}
+			if milli := resource.NewMilliQuantity(q.MilliValue(), q.Format); q.Cmp(*milli) != 0 {
 				out[n] = *milli
 			}
 		}

@@ -49,6 +49,14 @@ func readLines(dir string) []string {
 	return strings.Fields(string(b))
 }
 
+// waitLogged waits until the log in dir holds a line containing word (what: what that means).
+func waitLogged(a *agent, dir, word, what string) {
+	a.eventually(10*time.Second, what, func() (bool, string) {
+		got := strings.Join(readLines(dir), ",")
+		return strings.Contains(got, word), got
+	})
+}
+
 // inOrder reports whether want appears in got in that order (other lines may come between).
 func inOrder(got, want []string) bool {
 	i := 0
@@ -296,9 +304,7 @@ func httpPreStop(t *testing.T, shared *agent) {
 	a.write("httphook.yaml", podYAML("httphook", "Always", 10, vol,
 		shContainer("main", "trap 'echo app-term >> /host/log; exit 0' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hook)))
 	a.waitPod(60*time.Second, "httphook-e2e", "Running", running)
-	a.eventually(10*time.Second, "trap installed", func() (bool, string) {
-		return strings.Contains(strings.Join(readLines(dir), ","), "ready"), ""
-	})
+	waitLogged(a, dir, "ready", "trap installed")
 	time.Sleep(300 * time.Millisecond)
 	a.remove("httphook.yaml")
 	a.waitGone(30*time.Second, "httphook-e2e", "")
@@ -431,9 +437,7 @@ func graceZero(t *testing.T, shared *agent) {
 	a.write("gracezero.yaml", podYAML("gracezero", "Always", 0, vol,
 		shContainer("main", "trap 'echo term >> /host/log; exit 0' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hook)))
 	a.waitPod(60*time.Second, "gracezero-e2e", "Running", running)
-	a.eventually(10*time.Second, "trap installed", func() (bool, string) {
-		return strings.Contains(strings.Join(readLines(dir), ","), "ready"), ""
-	})
+	waitLogged(a, dir, "ready", "trap installed")
 	a.remove("gracezero.yaml")
 	a.waitGone(30*time.Second, "gracezero-e2e", "")
 	if got := readLines(dir); !inOrder(got, []string{"ready", "prestop", "term"}) {
@@ -453,9 +457,7 @@ func preStopOutlastsGrace(t *testing.T, shared *agent) {
 	a.write("longhook.yaml", podYAML("longhook", "Always", 2, vol,
 		shContainer("main", "trap '"+stamp("term")+"' TERM; echo ready >> /host/log; while true; do sleep 0.2; done", mount+hook)))
 	a.waitPod(60*time.Second, "longhook-e2e", "Running", running)
-	a.eventually(10*time.Second, "trap installed", func() (bool, string) {
-		return strings.Contains(strings.Join(readLines(dir), ","), "ready"), ""
-	})
+	waitLogged(a, dir, "ready", "trap installed")
 	a.remove("longhook.yaml")
 	a.waitGone(30*time.Second, "longhook-e2e", "")
 	got := stamps(t, dir)

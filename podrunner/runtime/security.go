@@ -77,20 +77,20 @@ func verifyNonRoot(pod *corev1.Pod, c *corev1.Container, e effectiveSecurity, im
 	}
 	if e.RunAsUser != nil {
 		if *e.RunAsUser == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef(pod), c.Name)
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podrunner.PodRef(pod), c.Name)
 		}
 		return nil
 	}
 	u, _, _ := strings.Cut(imageUser, ":")
 	if u == "" {
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podrunner.PodRef(pod), c.Name)
 	}
 	uid, err := strconv.ParseInt(u, 10, 64)
 	if err != nil {
-		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", u, podRef(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", u, podrunner.PodRef(pod), c.Name)
 	}
 	if uid == 0 {
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podrunner.PodRef(pod), c.Name)
 	}
 	return nil
 }
@@ -103,11 +103,6 @@ func AppArmorEnabled() bool { return apparmor.HostSupports() }
 func SELinuxEnabled() bool {
 	_, err := os.Stat("/sys/fs/selinux/enforce")
 	return err == nil
-}
-
-// podRef names a pod in messages as the kubelet's format.Pod does: name_namespace(uid).
-func podRef(pod *corev1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
 // capName normalises a Kubernetes capability name (NET_ADMIN, net_admin, CAP_NET_ADMIN) to the

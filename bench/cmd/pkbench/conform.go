@@ -495,11 +495,7 @@ func runConformance(ctx context.Context, o options, settle time.Duration) error 
 		batch := scenarios[b*len(scenarios)/nb : (b+1)*len(scenarios)/nb]
 		for _, s := range batch {
 			for _, dir := range []string{pk.manifests, kb.manifests} {
-				tmp := filepath.Join(filepath.Dir(dir), "."+s.name)
-				if err := os.WriteFile(tmp, []byte(s.spec), 0o644); err != nil {
-					return err
-				}
-				if err := os.Rename(tmp, filepath.Join(dir, s.name+".yaml")); err != nil {
+				if err := placeManifest(dir, s.name, s.spec); err != nil {
 					return err
 				}
 			}
@@ -769,20 +765,36 @@ func seenMap(m map[string]bool) map[string]string {
 	return out
 }
 
+// placeManifest writes spec whole into dir as name.yaml: written beside dir first, then renamed
+// in, so that neither agent reads half a file.
+func placeManifest(dir, name, spec string) error {
+	tmp := filepath.Join(filepath.Dir(dir), "."+name)
+	if err := os.WriteFile(tmp, []byte(spec), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name+".yaml"))
+}
+
+// keysOf is the keys of a and b together, sorted.
+func keysOf[V any](a, b map[string]V) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // compareMaps compares two flattened statuses (or two seen sets) key by key.
 func compareMaps(scenario string, am, bm map[string]string) (int, []difference) {
-	keys := map[string]bool{}
-	for k := range am {
-		keys[k] = true
-	}
-	for k := range bm {
-		keys[k] = true
-	}
-	var ks []string
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+	ks := keysOf(am, bm)
 	var diffs []difference
 	for _, k := range ks {
 		if am[k] != bm[k] {

@@ -151,17 +151,7 @@ func readTermLog(dir string, t0 float64) (map[string]float64, error) {
 // compareTerm lists the events of one scenario on both sides, each marked when one side lacks
 // it or the times are more than termTolerance apart. Pure.
 func compareTerm(scenario string, pk, kb map[string]float64) []termEvent {
-	keys := map[string]bool{}
-	for k := range pk {
-		keys[k] = true
-	}
-	for k := range kb {
-		keys[k] = true
-	}
-	var list []string
-	for k := range keys {
-		list = append(list, k)
-	}
+	list := keysOf(pk, kb)
 	// In the kubelet's order of time, then by name.
 	at := func(k string) float64 {
 		if v, ok := kb[k]; ok {
@@ -254,12 +244,7 @@ func runTermination(ctx context.Context, pk *podkeeperRunner, kb *kubeletRunner,
 func terminateOn(ctx context.Context, side termSide, list []scenario) (map[string]map[string]float64, error) {
 	dir := func(s scenario) string { return filepath.Join(termBase, side.name, s.name) }
 	for _, s := range list {
-		spec := strings.ReplaceAll(s.spec, outDir, dir(s))
-		tmp := filepath.Join(filepath.Dir(side.manifests), "."+s.name)
-		if err := os.WriteFile(tmp, []byte(spec), 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(tmp, filepath.Join(side.manifests, s.name+".yaml")); err != nil {
+		if err := placeManifest(side.manifests, s.name, strings.ReplaceAll(s.spec, outDir, dir(s))); err != nil {
 			return nil, err
 		}
 	}
