@@ -136,7 +136,7 @@ conformance: deps
 CHAOS_FUZZTIME ?= 60s
 chaos: deps
 	PODKEEPER_CHAOS_FULL=1 $(GO) test -count=1 -timeout 30m -run 'TestChaos|TestManifests/HostileFiles' -v ./internal/e2e/ 2>&1 | tee /tmp/podkeeper-chaos.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RESULT'; test $${PIPESTATUS[0]} -eq 0
-	$(GO) test -run '^$$' -fuzz FuzzDecodeFile -fuzztime $(CHAOS_FUZZTIME) ./manifests/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFile -fuzztime $(CHAOS_FUZZTIME) -fuzzminimizetime 3s ./manifests/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

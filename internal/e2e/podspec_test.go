@@ -265,8 +265,8 @@ func TestContainerInsideAsTheCRI(t *testing.T) {
 
 // stdin: true keeps the container's stdin open (a `sh` waits instead of reading end-of-file and
 // exiting, which made such pods crash loop), also across an agent kill -9 (its holder process is
-// not the agent); tty: true gives the container a terminal (runc refused to create it before);
-// the holder goes with the pod.
+// not the agent); tty: true gives the container a terminal (runc refused to create it before)
+// whose CRLF line ends are not in the log; the holder goes with the pod.
 func TestStdinAndTTY(t *testing.T) {
 	a := startAgent(t, "pk-e2e-stdin")
 	a.write("in.yaml", podYAML("in", "Always", 1, "", "  - name: c\n    image: busybox\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\"]\n    stdin: true\n"))
@@ -291,6 +291,10 @@ func TestStdinAndTTY(t *testing.T) {
 		out, err := a.cli("logs", "tty-"+node)
 		return err == nil && strings.Contains(out, "/dev/pts/") && strings.Contains(out, "hi"), out
 	})
+	// The terminal ends lines with CRLF; the log has lines, as the CRI's (no CR before the LF).
+	if out, err := a.cli("logs", "tty-"+node); err != nil || strings.Contains(out, "\r") || !strings.HasSuffix(out, "\nhi\n") {
+		t.Errorf("tty's log %q (err %v), want its lines without the terminal's CR", out, err)
+	}
 	time.Sleep(3 * time.Second) // a shell that got end-of-file would have exited by now
 	check := func(when string) {
 		t.Helper()

@@ -6,8 +6,8 @@
 //
 //	<RFC3339Nano timestamp> <stdout|stderr> <P|F> <text>\n
 //
-// The tag F marks a chunk that ends a line (the newline itself is not part of
-// the text); P marks a partial chunk, written when a line is longer than
+// The tag F marks a chunk that ends a line (the line end, "\n" or "\r\n", is
+// not part of the text, as in the files containerd's CRI writes); P marks a partial chunk, written when a line is longer than
 // MaxLineSize or when a stream is closed without a final newline.
 //
 // A Writer appends to the live file and rotates it by size: the live file

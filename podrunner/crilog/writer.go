@@ -104,7 +104,7 @@ func NewWriter(path string, opts ...WriterOption) (*Writer, error) {
 func (w *Writer) Path() string { return w.path }
 
 // Stream returns a writer for the stream "stdout" or "stderr". Bytes are
-// split into lines; a trailing partial line is buffered until its newline
+// split into lines (ending at "\n" or "\r\n", neither kept); a trailing partial line is buffered until its newline
 // arrives, until it exceeds MaxLineSize (then MaxLineSize bytes are written
 // as a P chunk), or until Close (then it is written as a P chunk).
 //
@@ -402,12 +402,18 @@ func (s *stream) Write(p []byte) (int, error) {
 			s.buf = append(s.buf, line...)
 			line = s.buf
 		}
+		// A line ends at "\n" or "\r\n", neither kept: as the CRI's log copier reads lines.
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		errs = append(errs, w.writeLine(s.name, ts, line))
 		s.buf = s.buf[:0]
 	}
-	// Emit full-size P chunks of an overlong unfinished line.
-	off := 0
-	for len(s.buf)-off > MaxLineSize {
+	// Emit full-size P chunks of an overlong unfinished line. A trailing "\r" waits: it may be
+	// the start of a "\r\n" line end, which is not the line's text.
+	off, avail := 0, len(s.buf)
+	if avail > 0 && s.buf[avail-1] == '\r' {
+		avail--
+	}
+	for avail-off > MaxLineSize {
 		errs = append(errs, w.appendChunk(s.name, ts, 'P', s.buf[off:off+MaxLineSize]))
 		off += MaxLineSize
 	}

@@ -136,6 +136,56 @@ func TestLongLineSplit(t *testing.T) {
 	}
 }
 
+// Line ends as containerd's CRI log copier reads them: "\n" or "\r\n" ends a line and neither
+// is part of its text; any other "\r" is text.
+func TestLineEnds(t *testing.T) {
+	long := strings.Repeat("x", MaxLineSize)
+	cases := []struct {
+		name   string
+		writes []string
+		closed bool     // close the stream after the writes
+		want   []string // chunks, each "<tag> <text>"
+		read   string   // what ReadLog gives back
+	}{
+		{"crlf", []string{"a\r\nb\n"}, false, []string{"F a", "F b"}, "a\nb\n"},
+		{"crlf across writes", []string{"a\r", "\nb\n"}, false, []string{"F a", "F b"}, "a\nb\n"},
+		{"lone cr is text", []string{"a\rb\n"}, false, []string{"F a\rb"}, "a\rb\n"},
+		{"one cr of two dropped", []string{"a\r\r\n"}, false, []string{"F a\r"}, "a\r\n"},
+		{"cr at close is text", []string{"a\r"}, true, []string{"P a\r"}, "a\r"},
+		{"empty crlf line", []string{"\r\n"}, false, []string{"F "}, "\n"},
+		{"max then crlf across writes", []string{long + "\r", "\n"}, false, []string{"F " + long}, long + "\n"},
+		{"max then cr as text", []string{long + "\r", "y\n"}, false, []string{"P " + long, "F \ry"}, long + "\ry\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := logPath(t)
+			w := mustWriter(t, path)
+			s := w.Stream(Stdout)
+			for _, in := range tc.writes {
+				mustWrite(t, s, in)
+			}
+			if tc.closed {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range rawEntries(t, path) {
+				got = append(got, map[bool]string{true: "P", false: "F"}[e.Partial]+" "+string(e.Text))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("chunks %q, want %q", got, tc.want)
+			}
+			if got := readAll(t, path, ReadOptions{Tail: -1}); got != tc.read {
+				t.Fatalf("ReadLog gave %q, want %q", got, tc.read)
+			}
+		})
+	}
+}
+
 func TestConcurrentStreamsDoNotInterleave(t *testing.T) {
 	path := logPath(t)
 	w := mustWriter(t, path)

@@ -30,6 +30,7 @@ import (
 // root here lacks CAP_SYS_RESOURCE).
 type kubeletRunner struct {
 	dir, manifests, address string
+	logs                    string // podLogsDir: the containers' log files (not the host's /var/log/pods)
 	roPort                  int
 	ctrd, kubelet           *exec.Cmd
 	client                  *containerd.Client
@@ -53,7 +54,7 @@ func newKubelet(ctx context.Context, bin, busyboxTar string) (*kubeletRunner, er
 	if err != nil {
 		return nil, err
 	}
-	k := &kubeletRunner{dir: dir, manifests: filepath.Join(dir, "manifests"), address: filepath.Join(dir, "c.sock"), http: &http.Client{Timeout: 5 * time.Second}}
+	k := &kubeletRunner{dir: dir, manifests: filepath.Join(dir, "manifests"), address: filepath.Join(dir, "c.sock"), logs: filepath.Join(dir, "logs"), http: &http.Client{Timeout: 5 * time.Second}}
 	fail := func(err error) (*kubeletRunner, error) { k.Close(); return nil, err }
 	for _, d := range []string{k.manifests, filepath.Join(dir, "cni"), filepath.Join(dir, "kubelet")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -141,6 +142,7 @@ kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
 staticPodPath: %q
+podLogsDir: %q
 containerRuntimeEndpoint: unix://%s
 address: 127.0.0.1
 port: %d
@@ -163,7 +165,7 @@ evictionHard:
 localStorageCapacityIsolation: false
 makeIPTablesUtilChains: false
 maxPods: 400
-`, k.manifests, k.address, ports[0], ports[1], ports[2])
+`, k.manifests, k.logs, k.address, ports[0], ports[1], ports[2])
 	if err := os.WriteFile(filepath.Join(dir, "kubelet.yaml"), []byte(cfg), 0o644); err != nil {
 		return fail(err)
 	}
