@@ -19,10 +19,12 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/api"
+	"github.com/podkeeper/podkeeper/podrunner/crilog"
 	"github.com/podkeeper/podkeeper/podrunner/runtime"
 	"github.com/podkeeper/podkeeper/watcher"
 )
@@ -63,6 +65,8 @@ func runCommand() *cli.Command {
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "resync", Value: 20 * time.Second, Usage: "full re-list period of the manifest directory"}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "sync-frequency", Value: podrunner.DefaultResync, Usage: "how often each pod's containers are re-read from containerd beside its exit events (the kubelet's syncFrequency)"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-parallel-starts", Value: 0, Usage: "sandbox creations and container starts in flight at once, the rest wait their turn (0: 4 per CPU, at least 8; -1: no bound)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "container-log-max-size", Value: "10Mi", Usage: "size at which a container's log file is rotated (the kubelet's containerLogMaxSize); rotated files but the newest are gzipped"}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "container-log-max-files", Value: crilog.DefaultMaxFiles, Usage: "log files kept per container instance, the live one included (the kubelet's containerLogMaxFiles; at least 2)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
@@ -165,6 +169,10 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	logMaxSize, logMaxFiles, err := containerLogRotation(c)
+	if err != nil {
+		return err
+	}
 	root := c.String("root-dir")
 	for _, d := range []string{root, filepath.Join(root, "images"), c.String("log-dir")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -240,6 +248,8 @@ func runAgent(c *cli.Context) error {
 		DockerConfig:      c.String("docker-config"),
 		Network:           networkConfig(c, root),
 		MaxParallelStarts: c.Int("max-parallel-starts"),
+		LogMaxSize:        logMaxSize,
+		LogMaxFiles:       logMaxFiles,
 		DNS: runtime.DNSConfig{
 			ClusterDNS:    c.StringSlice("cluster-dns"),
 			ClusterDomain: c.String("cluster-domain"),
@@ -416,4 +426,21 @@ func every(ctx context.Context, d time.Duration, f func()) {
 			f()
 		}
 	}
+}
+
+// containerLogRotation reads --container-log-max-size and --container-log-max-files, checked as
+// the kubelet checks containerLogMaxSize and containerLogMaxFiles.
+func containerLogRotation(c *cli.Context) (int64, int, error) {
+	q, err := resource.ParseQuantity(c.String("container-log-max-size"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("--container-log-max-size: %w", err)
+	}
+	if q.Sign() <= 0 {
+		return 0, 0, fmt.Errorf("--container-log-max-size must be positive, not %s", q.String())
+	}
+	n := c.Int("container-log-max-files")
+	if n < 2 {
+		return 0, 0, fmt.Errorf("--container-log-max-files must be at least 2 (the live file and a rotated one), not %d", n)
+	}
+	return q.Value(), n, nil
 }

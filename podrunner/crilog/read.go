@@ -3,12 +3,14 @@ package crilog
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -44,7 +46,8 @@ const (
 )
 
 // ReadLog writes the log at path to out as the container printed it: the
-// rotated predecessors oldest first, then the live file. Partial (P) chunks
+// rotated predecessors oldest first (compressed ones decompressed), then the
+// live file. Partial (P) chunks
 // are joined to their line and F chunks end it with a newline; lines of
 // stdout and stderr are reassembled separately. Malformed lines are skipped.
 // A last line that never got its F chunk is printed without a newline.
@@ -111,6 +114,7 @@ type record struct {
 // source is an open log file and how far it has been consumed.
 type source struct {
 	f        *os.File
+	r        io.Reader // f, or its decompressed content for a compressed rotated file
 	info     os.FileInfo
 	off      int64
 	carry    []byte // bytes after the last newline
@@ -127,7 +131,16 @@ func openSource(name string) (*source, error) {
 		f.Close()
 		return nil, fmt.Errorf("crilog: stat %s: %w", name, err)
 	}
-	return &source{f: f, info: fi}, nil
+	src := &source{f: f, r: f, info: fi}
+	if strings.HasSuffix(name, gzSuffix) {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("crilog: open %s: %w", name, err)
+		}
+		src.r = zr
+	}
+	return src, nil
 }
 
 func (s *source) close() {
@@ -256,7 +269,7 @@ func (r *logReader) checkRotation(ctx context.Context, path string, cur **source
 	}
 	var next []string
 	for i, name := range rotated {
-		if sameFile(name, c.info) {
+		if sameRotated(name, c) {
 			next = rotated[i+1:]
 			break
 		}
@@ -283,7 +296,7 @@ func sameFile(name string, info os.FileInfo) bool {
 // final, a trailing line without newline is handled too.
 func (r *logReader) drain(src *source, final bool) error {
 	for {
-		n, err := src.f.Read(r.chunk)
+		n, err := src.r.Read(r.chunk)
 		if n > 0 {
 			src.off += int64(n)
 			r.feed(src, r.chunk[:n])

@@ -201,6 +201,17 @@ func TestFollowSeveralRotationsBetweenPolls(t *testing.T) {
 	if rotated, _ := listRotated(path); len(rotated) < 3 {
 		t.Fatalf("test did not rotate enough: %v", rotated)
 	}
+	// The file the reader holds open, rotated and then compressed, is still known as the one it
+	// read (by its modification time): what came after it is read, nothing skipped.
+	waitFor(t, "compression", func() bool {
+		files, _, _ := rotatedFiles(path)
+		for i, r := range files {
+			if r.plain != (i == len(files)-1) {
+				return false
+			}
+		}
+		return true
+	})
 	tick <- time.Time{} // blocks until the reader is polling
 	waitFor(t, "burst", func() bool { return out.String() == want })
 

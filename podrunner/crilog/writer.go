@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -36,6 +35,7 @@ type WriterOption func(*writerConfig)
 type writerConfig struct {
 	maxSize  int64
 	maxFiles int
+	compress bool
 	clock    func() time.Time
 }
 
@@ -50,6 +50,12 @@ func WithMaxSize(size int64) WriterOption {
 // (default DefaultMaxFiles). With 1, rotation discards the old content.
 func WithMaxFiles(n int) WriterOption {
 	return func(c *writerConfig) { c.maxFiles = n }
+}
+
+// WithCompression sets whether rotated files but the newest are gzipped in the background
+// (default true, as the kubelet's log manager does).
+func WithCompression(on bool) WriterOption {
+	return func(c *writerConfig) { c.compress = on }
 }
 
 // WithClock replaces time.Now for line timestamps and rotated file names.
@@ -75,12 +81,15 @@ type Writer struct {
 	buf     []byte   // formatted lines not yet written to f
 	streams []*stream
 	closed  bool
+
+	compressing, compressAgain bool           // a compression pass runs; another is due after it
+	compressDone               sync.WaitGroup // the running pass, waited for by Close
 }
 
 // NewWriter opens the log file at path for appending, creating it (mode
 // 0640) and its parent directories (mode 0755) if needed.
 func NewWriter(path string, opts ...WriterOption) (*Writer, error) {
-	cfg := writerConfig{maxSize: DefaultMaxSize, maxFiles: DefaultMaxFiles, clock: time.Now}
+	cfg := writerConfig{maxSize: DefaultMaxSize, maxFiles: DefaultMaxFiles, compress: true, clock: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -164,8 +173,10 @@ func (w *Writer) CopyFrom(name string, r io.Reader) error {
 }
 
 // Close flushes the partial lines of all open streams as P chunks and
-// closes the file. Later writes fail with ErrClosed. Close is idempotent.
+// closes the file, then waits for a running compression of rotated files.
+// Later writes fail with ErrClosed. Close is idempotent.
 func (w *Writer) Close() error {
+	defer w.compressDone.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -295,6 +306,7 @@ func (w *Writer) rotate() error {
 	if closeErr != nil {
 		errs = append(errs, fmt.Errorf("crilog: close rotated file: %w", closeErr))
 	}
+	w.startCompress()
 	return errors.Join(errs...)
 }
 
@@ -302,15 +314,13 @@ func (w *Writer) rotate() error {
 // past the newest existing rotated file so names stay unique and ordered
 // even if the clock stalls or steps back.
 func (w *Writer) nextRotatedName() (string, error) {
-	existing, err := listRotated(w.path)
+	existing, _, err := rotatedFiles(w.path)
 	if err != nil {
 		return "", err
 	}
 	t := w.cfg.clock().UTC().Truncate(time.Microsecond)
 	if len(existing) > 0 {
-		last := existing[len(existing)-1]
-		lt, err := time.Parse(rotatedLayout, last[len(w.path)+1:])
-		if err == nil && !t.After(lt) {
+		if lt := existing[len(existing)-1].stamp; !t.After(lt) {
 			t = lt.Add(time.Microsecond)
 		}
 	}
@@ -319,48 +329,16 @@ func (w *Writer) nextRotatedName() (string, error) {
 
 // prune deletes the oldest rotated files so that at most maxFiles-1 remain.
 func (w *Writer) prune() error {
-	names, err := listRotated(w.path)
+	files, _, err := rotatedFiles(w.path)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for len(names) > w.cfg.maxFiles-1 {
-		if err := os.Remove(names[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("crilog: remove old log: %w", err))
-		}
-		names = names[1:]
+	for len(files) > w.cfg.maxFiles-1 {
+		errs = append(errs, files[0].remove())
+		files = files[1:]
 	}
 	return errors.Join(errs...)
-}
-
-// listRotated returns the rotated predecessors of the log at path, oldest
-// first. Files that merely share the prefix are ignored; a missing directory
-// has none.
-func listRotated(path string) ([]string, error) {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("crilog: list rotated logs: %w", err)
-	}
-	prefix := base + "."
-	var names []string
-	for _, e := range entries {
-		suffix, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || len(suffix) != len(rotatedLayout) || e.IsDir() {
-			continue
-		}
-		if _, err := time.Parse(rotatedLayout, suffix); err != nil {
-			continue
-		}
-		// Join with the caller's spelling of path so callers can slice the
-		// suffix off by len(path)+1.
-		names = append(names, path+"."+suffix)
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // stream is the io.WriteCloser returned by Writer.Stream. All its state is
@@ -452,15 +430,18 @@ func (s *stream) flushPartial(ts string) error {
 	return err
 }
 
-// Remove deletes the log at path and its rotated predecessors: what a container instance leaves
-// once it is garbage collected. Nothing there is not an error.
+// Remove deletes the log at path and its rotated predecessors, plain and compressed: what a
+// container instance leaves once it is garbage collected. Nothing there is not an error.
 func Remove(path string) error {
-	rotated, err := listRotated(path)
+	rotated, tmps, err := rotatedFiles(path)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, p := range append(rotated, path) {
+	for _, r := range rotated {
+		errs = append(errs, r.remove())
+	}
+	for _, p := range append(tmps, path) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

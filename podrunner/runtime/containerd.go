@@ -60,6 +60,10 @@ type Config struct {
 	// (the others wait their turn; a container created ahead of its sandbox no longer counts
 	// while it waits for it); 0: DefaultMaxParallelStarts(); negative: no bound.
 	MaxParallelStarts int
+	// LogMaxSize and LogMaxFiles rotate each container's log file (crilog.WithMaxSize and
+	// WithMaxFiles); 0: crilog's defaults, the kubelet's 10 MiB and 5 files.
+	LogMaxSize  int64
+	LogMaxFiles int
 	// Allocatable is the node's allocatable resources (capacity less reservations and the hard
 	// eviction threshold): what a downward-API limit without a container or pod limit reads, and
 	// what bounds a medium: Memory emptyDir, as with the kubelet. nil: the host's capacity.
@@ -932,7 +936,14 @@ func resolveEnvSource(pod *corev1.Pod, ctr *corev1.Container, e corev1.EnvVar, n
 
 // newTaskIO opens the CRI log writer a task's stdout and stderr go to.
 func (r *Runtime) newTaskIO(logPath string) (*taskIO, error) {
-	w, err := crilog.NewWriter(logPath)
+	var opts []crilog.WriterOption
+	if r.cfg.LogMaxSize > 0 {
+		opts = append(opts, crilog.WithMaxSize(r.cfg.LogMaxSize))
+	}
+	if r.cfg.LogMaxFiles > 0 {
+		opts = append(opts, crilog.WithMaxFiles(r.cfg.LogMaxFiles))
+	}
+	w, err := crilog.NewWriter(logPath, opts...)
 	if err != nil {
 		return nil, err
 	}

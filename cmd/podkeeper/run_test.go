@@ -1,0 +1,52 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runFlags parses args with the run command's flags and gives f the context.
+func runFlags(t *testing.T, args []string, f func(*cli.Context) error) error {
+	t.Helper()
+	cmd := runCommand()
+	cmd.Action = f
+	cmd.Before = nil
+	app := &cli.App{Name: "podkeeper", Commands: []*cli.Command{cmd}}
+	return app.Run(append([]string{"podkeeper", "run"}, args...))
+}
+
+func TestContainerLogRotationFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		size      int64
+		files     int
+		errPrefix string
+	}{
+		{nil, 10 << 20, 5, ""},
+		{[]string{"--container-log-max-size", "1Mi", "--container-log-max-files", "2"}, 1 << 20, 2, ""},
+		{[]string{"--container-log-max-size", "500k"}, 500000, 5, ""},
+		{[]string{"--container-log-max-files", "1"}, 0, 0, "--container-log-max-files must be at least 2"},
+		{[]string{"--container-log-max-size", "0"}, 0, 0, "--container-log-max-size must be positive"},
+		{[]string{"--container-log-max-size", "ten"}, 0, 0, "--container-log-max-size: quantities must match"},
+	} {
+		var size int64
+		var files int
+		err := runFlags(t, tc.args, func(c *cli.Context) error {
+			var err error
+			size, files, err = containerLogRotation(c)
+			return err
+		})
+		switch {
+		case tc.errPrefix != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tc.errPrefix) {
+				t.Errorf("%v: error %v, want %q...", tc.args, err, tc.errPrefix)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case size != tc.size || files != tc.files:
+			t.Errorf("%v: size %d, files %d; want %d, %d", tc.args, size, files, tc.size, tc.files)
+		}
+	}
+}
