@@ -67,6 +67,7 @@ func runCommand() *cli.Command {
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-parallel-starts", Value: 0, Usage: "sandbox creations and container starts in flight at once, the rest wait their turn (0: 4 per CPU, at least 8; -1: no bound)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "container-log-max-size", Value: "10Mi", Usage: "size at which a container's log file is rotated (the kubelet's containerLogMaxSize); rotated files but the newest are gzipped"}),
 		altsrc.NewIntFlag(&cli.IntFlag{Name: "container-log-max-files", Value: crilog.DefaultMaxFiles, Usage: "log files kept per container instance, the live one included (the kubelet's containerLogMaxFiles; at least 2)"}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "container-log-links-dir", Value: "/var/log/containers", Usage: "a symlink <pod>_<namespace>_<container>-<container ID>.log to each started container's log file, as the kubelet makes for log shippers; empty: none"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "auto", Usage: "agent log format: auto (text on a terminal, JSON otherwise), text, json"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
@@ -250,6 +251,7 @@ func runAgent(c *cli.Context) error {
 		MaxParallelStarts: c.Int("max-parallel-starts"),
 		LogMaxSize:        logMaxSize,
 		LogMaxFiles:       logMaxFiles,
+		LogLinksDir:       c.String("container-log-links-dir"),
 		DNS: runtime.DNSConfig{
 			ClusterDNS:    c.StringSlice("cluster-dns"),
 			ClusterDomain: c.String("cluster-domain"),
@@ -261,6 +263,11 @@ func runAgent(c *cli.Context) error {
 	}
 	defer rt.Close()
 	log.Info("connected to containerd", "address", address, "namespace", c.String("containerd-namespace"))
+	if n, err := runtime.PruneLogLinks(c.String("container-log-links-dir"), c.String("log-dir")); err != nil {
+		log.Warn("removing dangling container log links", "removed", n, "err", err)
+	} else if n > 0 {
+		log.Info("removed dangling container log links", "removed", n, "dir", c.String("container-log-links-dir"))
+	}
 	rt.ImportDir(ctx)
 
 	backend.setNode(capacity, allocatable)

@@ -110,7 +110,7 @@ func (a *agent) start() {
 		a.t.Fatal(err)
 	}
 	args := append([]string{"run",
-		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs,
+		"--manifest-dir", a.manifests, "--root-dir", a.root, "--log-dir", a.logs, "--container-log-links-dir", a.logLinks(),
 		"--containerd-address", a.address, "--containerd-namespace", a.ns,
 		"--node-name", node, "--api-socket", a.sock, "--log-format", "text", "--resync", "5s",
 		"--cni-conf-dir", a.network().ConfDir, "--netns-dir", a.network().NetnsDir, "--cni-bridge", a.bridge, "--pod-subnet", a.subnet,
@@ -132,6 +132,9 @@ func (a *agent) start() {
 		return err == nil, fmt.Sprint(err)
 	})
 }
+
+// logLinks is the agent's own --container-log-links-dir (never the host's /var/log/containers).
+func (a *agent) logLinks() string { return filepath.Join(a.dir, "containers") }
 
 // kill9 ends the agent the hard way and waits for it to be gone.
 func (a *agent) kill9() {
@@ -157,9 +160,11 @@ func (a *agent) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns, Network: a.network()}); err == nil {
+	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns, Network: a.network(), RootDir: a.root}); err == nil {
 		recs, _ := rt.ListContainers(ctx, "")
+		uids := map[string]bool{}
 		for _, r := range recs {
+			uids[r.PodUID] = true
 			// One deadline per container, not one for all: a shared minute ran out on 110 pods
 			// and left the rest without CNI DEL (their iptables rules and IPs leaked).
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -168,6 +173,20 @@ func (a *agent) cleanup() {
 				a.t.Logf("cleanup: remove %s: %v", r.ID, err)
 			}
 			ccancel()
+		}
+		// The agent leaves its pods running when it stops (an upgrade must not restart them), so
+		// their files are the test's to remove, as the agent's termination of a pod does: memory
+		// emptyDirs (tmpfs) and /dev/shm mounts, pinned namespaces. Before this, every run of a
+		// test that ended with a pod up left such mounts behind.
+		if ents, err := os.ReadDir(filepath.Join(a.root, "pods")); err == nil {
+			for _, e := range ents { // pods whose containers are gone (a test deleted them)
+				uids[e.Name()] = true
+			}
+		}
+		for uid := range uids {
+			if err := rt.RemovePodFiles(uid); err != nil {
+				a.t.Errorf("cleanup: pod files of %s: %v", uid, err)
+			}
 		}
 		rt.Close()
 	}
@@ -204,6 +223,10 @@ func (a *agent) cleanup() {
 	_ = exec.Command("ip", "link", "del", a.bridge).Run()
 	if a.ownCgroups {
 		removeCgroupParent(a.t, a.cgroupParent)
+	}
+	if mps := testenv.MountsUnder(a.dir); len(mps) > 0 {
+		a.t.Errorf("cleanup: %d mounts left under the agent's dirs after every pod's files were removed: %v", len(mps), mps)
+		testenv.UnmountUnder(a.dir)
 	}
 	os.RemoveAll(a.dir)
 }

@@ -89,7 +89,7 @@ func TestConfigFile(t *testing.T) {
 	}
 	content := "manifest-dir: " + other + "\nroot-dir: " + a.root + "\nlog-dir: " + a.logs + "\ncontainerd-address: " + env.Address +
 		"\ncontainerd-namespace: " + a.ns + "\nnode-name: fromconfig\napi-socket: " + a.sock + "\nlog-format: text\n" +
-		"cni-conf-dir: " + a.network().ConfDir + "\nnetns-dir: " + a.network().NetnsDir + "\ncni-bridge: " + a.bridge + "\npod-subnet: " + a.subnet + "\n"
+		"container-log-links-dir: " + a.logLinks() + "\ncni-conf-dir: " + a.network().ConfDir + "\nnetns-dir: " + a.network().NetnsDir + "\ncni-bridge: " + a.bridge + "\npod-subnet: " + a.subnet + "\n"
 	if err := os.WriteFile(cfg, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

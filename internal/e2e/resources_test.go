@@ -102,7 +102,7 @@ func removeCgroupParent(t testing.TB, parent string) {
 func TestSystemdDriverWithoutSystemdFailsAtStart(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(filepath.Join(binDir, "podkeeper"), "run", "--manifest-dir", filepath.Join(dir, "m"), "--root-dir", filepath.Join(dir, "root"),
-		"--log-dir", filepath.Join(dir, "logs"), "--api-socket", filepath.Join(dir, "api.sock"), "--containerd-address", env.Address,
+		"--log-dir", filepath.Join(dir, "logs"), "--container-log-links-dir", filepath.Join(dir, "containers"), "--api-socket", filepath.Join(dir, "api.sock"), "--containerd-address", env.Address,
 		"--containerd-namespace", "pk-e2e-sd", "--cgroup-driver", "systemd", "--cgroup-parent", "pke-sd")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

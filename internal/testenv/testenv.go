@@ -154,12 +154,11 @@ func (c *Containerd) Stop() {
 	os.RemoveAll(c.Dir)
 }
 
-// UnmountUnder lazily unmounts anything still mounted below dir (a crashed test's rootfs, a
-// stopped containerd's or peer's state), deepest first.
-func UnmountUnder(dir string) {
+// MountsUnder lists the mount points below dir, in mount order.
+func MountsUnder(dir string) []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return
+		return nil
 	}
 	var mps []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -168,6 +167,13 @@ func UnmountUnder(dir string) {
 			mps = append(mps, f[4])
 		}
 	}
+	return mps
+}
+
+// UnmountUnder lazily unmounts anything still mounted below dir (a crashed test's rootfs, a
+// stopped containerd's or peer's state), deepest first.
+func UnmountUnder(dir string) {
+	mps := MountsUnder(dir)
 	for i := len(mps) - 1; i >= 0; i-- {
 		_ = syscall.Unmount(mps[i], syscall.MNT_DETACH)
 	}

@@ -64,6 +64,9 @@ type Config struct {
 	// WithMaxFiles); 0: crilog's defaults, the kubelet's 10 MiB and 5 files.
 	LogMaxSize  int64
 	LogMaxFiles int
+	// LogLinksDir gets a symlink to each started container's log file, as the kubelet's
+	// /var/log/containers (loglinks.go); empty: none.
+	LogLinksDir string
 	// Allocatable is the node's allocatable resources (capacity less reservations and the hard
 	// eviction threshold): what a downward-API limit without a container or pod limit reads, and
 	// what bounds a medium: Memory emptyDir, as with the kubelet. nil: the host's capacity.
@@ -710,6 +713,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	r.mu.Lock()
 	r.running[id] = tio
 	r.mu.Unlock()
+	r.linkLog(id, labels)
 	r.log.Debug("container task started", "pod", pod.Namespace+"/"+pod.Name, "id", id,
 		"prepare", tPrep.Sub(t0).Round(time.Millisecond), "container", tCreate.Sub(tPrep).Round(time.Millisecond),
 		"task", tTask.Sub(tCreate).Round(time.Millisecond), "sandboxWait", tReady.Sub(tTask).Round(time.Millisecond),
@@ -1230,6 +1234,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	}
 	if lerr == nil {
 		removeTermMsgFile(r.cfg.RootDir, labels)
+		r.unlinkLog(id, labels)
 		if err := r.releaseSandbox(ctx, c, labels); err != nil {
 			return err
 		}

@@ -346,6 +346,13 @@ func (k *kubeletRunner) Close() {
 	removeKubepodsCgroups()
 	if os.Getenv("BENCH_KEEP") == "" {
 		os.RemoveAll(k.dir)
+		// The kubelet links every container's log into the host's /var/log/containers (a fixed
+		// directory); the links of containers it had not removed when stopped now dangle.
+		if n, err := pkruntime.PruneLogLinks("/var/log/containers", k.logs); err != nil {
+			log.Printf("kubelet: removing its dangling log links: %v", err)
+		} else if n > 0 {
+			log.Printf("kubelet: removed %d dangling log links from /var/log/containers", n)
+		}
 	}
 }
 

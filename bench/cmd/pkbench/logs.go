@@ -103,11 +103,13 @@ func podLogs(logDir, pod string) (map[string]string, error) {
 }
 
 // parseCRILog splits a CRI log file into each stream's chunks ("F text" or "P text"), and says
-// whether every timestamp has a CRI log line's shape and they do not go back in time.
+// whether every timestamp has a CRI log line's shape and none goes back in time within its
+// stream (across the streams they may: containerd's CRI stamps and writes each stream's lines
+// in a goroutine of its own).
 func parseCRILog(data []byte) (int, map[string][]string, string) {
 	chunks := map[string][]string{}
 	stamps := "RFC 3339, in order"
-	var prev time.Time
+	prev := map[string]time.Time{} // per stream: the CRI's two copiers write their lines apart
 	n := 0
 	for len(data) > 0 {
 		line := data
@@ -127,11 +129,11 @@ func parseCRILog(data []byte) (int, map[string][]string, string) {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil || !criTimestamp.MatchString(ts) {
 			stamps = "not the CRI's shape: " + ts
-		} else if t.Before(prev) && strings.HasPrefix(stamps, "RFC") {
-			stamps = "out of order: " + ts + " after " + prev.Format(time.RFC3339Nano)
+		} else if stream := string(f[1]); t.Before(prev[stream]) && strings.HasPrefix(stamps, "RFC") {
+			stamps = "out of order: " + ts + " after " + prev[stream].Format(time.RFC3339Nano)
 		}
 		if err == nil {
-			prev = t
+			prev[string(f[1])] = t
 		}
 		text := []byte{}
 		if len(f) == 4 {

@@ -29,6 +29,7 @@ func TestParseCRILog(t *testing.T) {
 		{"2026-12-07T04:00:00.1Z stdout F a\n2026-12-07T04:00:00.15Z stdout F b\n", "RFC 3339, in order"}, // containerd 1.6's RFC3339Nano
 		{"2026-12-07 04:00:00.1Z stdout F a\n", "not the CRI's shape: 2026-12-07"},
 		{"2026-12-07T04:00:01.000000000Z stdout F a\n2026-12-07T04:00:00.000000000Z stdout F b\n", "out of order: 2026-12-07T04:00:00.000000000Z after 2026-12-07T04:00:01Z"},
+		{"2026-12-07T04:00:01.000000000Z stdout F a\n2026-12-07T04:00:00.000000000Z stderr F b\n", "RFC 3339, in order"}, // streams apart
 		{"2026-12-07T04:00:00.000000000Z stdout F a", "last line without a newline"},
 	} {
 		if _, _, got := parseCRILog([]byte(tc.data)); got != tc.want {

@@ -77,6 +77,7 @@ func newPodkeeper(ctx context.Context, binDir, address, ns, busyboxTar string) (
 	}
 	p.cmd = exec.Command(p.bin, "run", "--manifest-dir", p.manifests, "--root-dir", filepath.Join(dir, "root"),
 		"--log-dir", filepath.Join(dir, "logs"), "--containerd-address", address, "--containerd-namespace", ns,
+		"--container-log-links-dir", filepath.Join(dir, "containers"),
 		"--node-name", nodeName, "--api-socket", p.sock, "--log-format", "text", "--log-level", "warn",
 		"--max-pods", "400", // as the kubelet's maxPods here: the scaling row starts 300 pods
 		// The allocatable as the kubelet's here (its evictionHard memory.available is 1Mi): what a
