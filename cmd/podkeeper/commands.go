@@ -106,6 +106,8 @@ func logsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its RFC3339Nano timestamp"},
 			&cli.Int64Flag{Name: "tail", Value: -1, Usage: "only the last N lines (-1: all)"},
 			&cli.DurationFlag{Name: "since", Usage: "only lines newer than this (e.g. 5m)"},
+			&cli.StringFlag{Name: "since-time", Usage: "only lines from this time on (RFC3339, e.g. 2026-12-07T05:00:00Z); not with --since"},
+			&cli.Int64Flag{Name: "limit-bytes", Usage: "stop after this many bytes of output (0: no limit)"},
 			&cli.BoolFlag{Name: "all-containers", Usage: "every container of the pod (init containers first; with -f all at once)"},
 			&cli.BoolFlag{Name: "prefix", Usage: "prefix each line with [pod/NAME/CONTAINER]"},
 			namespaceFlags[0],
@@ -120,6 +122,20 @@ func logsCommand() *cli.Command {
 			o := api.LogOptions{
 				Container: c.String("container"), Previous: c.Bool("previous"), Follow: c.Bool("follow"),
 				Timestamps: c.Bool("timestamps"), Tail: c.Int64("tail"), Since: c.Duration("since"),
+				LimitBytes: c.Int64("limit-bytes"),
+			}
+			if v := c.String("since-time"); v != "" {
+				if o.Since != 0 {
+					return errors.New("only one of --since-time and --since may be used")
+				}
+				t, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return fmt.Errorf("--since-time: %w", err)
+				}
+				o.SinceTime = t
+			}
+			if o.LimitBytes < 0 {
+				return fmt.Errorf("--limit-bytes must be positive, not %d", o.LimitBytes)
 			}
 			if c.Bool("all-containers") {
 				if o.Container != "" {

@@ -68,6 +68,16 @@ func TestContainerLogRotation(t *testing.T) {
 		t.Fatalf("logs printed lines %d to %d of %d", first, first+len(lines)-1, n)
 	}
 	t.Logf("files %v; logs printed lines %d to %d", files, first, n-1)
+	// kubectl's --limit-bytes and --since-time, across the compressed file too.
+	if out, err := a.cli("logs", "--limit-bytes", "10", "chatty-"+node); err != nil || out != lines[0][:10] {
+		t.Errorf("--limit-bytes 10: %q, %v; want %q", out, err, lines[0][:10])
+	}
+	if out, err := a.cli("logs", "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "chatty-"+node); err != nil || out != "" {
+		t.Errorf("--since-time an hour ahead: %q, %v", out, err)
+	}
+	if out, err := a.cli("logs", "--since-time", "2000-01-01T00:00:00Z", "--tail", "1", "chatty-"+node); err != nil || out != last {
+		t.Errorf("--since-time 2000, --tail 1: %q, %v", out, err)
+	}
 }
 
 // Each started container gets the kubelet's /var/log/containers link to its log file (here the

@@ -258,6 +258,13 @@ func TestServerPodLog(t *testing.T) {
 		{"/pods/_/web-node1/log?previous=true", "old-a\nold-b\n"},        // previous instance
 		{"/pods/_/web-node1/log?previous=true&tail=1", "old-b\n"},        // both
 		{"/pods/_/web-node1/log?container=main&sinceSeconds=3600", "one\ntwo\nthree\nfour\n"},
+		{"/pods/_/web-node1/log?sinceTime=2000-01-01T00:00:00Z", "one\ntwo\nthree\nfour\n"},
+		{"/pods/_/web-node1/log?sinceTime=2999-01-01T00:00:00Z", ""},
+		{"/pods/_/web-node1/log?limitBytes=6", "one\ntw"}, // cut in the middle of a line, as the kubelet's
+		{"/pods/_/web-node1/log?limitBytes=19", "one\ntwo\nthree\nfour\n"},
+		{"/pods/_/web-node1/log?limitBytes=1000", "one\ntwo\nthree\nfour\n"},
+		{"/pods/_/web-node1/log?tail=2&limitBytes=3", "thr"},
+		{"/pods/_/web-node1/log?follow=true&limitBytes=6", "one\ntw"}, // a follow ends at the limit
 	} {
 		code, b := get(t, srv, tc.path)
 		if code != http.StatusOK || string(b) != tc.want {
@@ -279,6 +286,10 @@ func TestServerPodLog(t *testing.T) {
 		{"/pods/_/multi-node1/log", 400, "a container name must be specified for pod multi-node1, choose one of: [a b]"},
 		{"/pods/_/web-node1/log?tail=abc", 400, "tail"},
 		{"/pods/_/web-node1/log?sinceSeconds=x", 400, "sinceSeconds"},
+		{"/pods/_/web-node1/log?sinceTime=yesterday", 400, "sinceTime"},
+		{"/pods/_/web-node1/log?sinceTime=2000-01-01T00:00:00Z&sinceSeconds=5", 400, "at most one of sinceTime or sinceSeconds may be specified"},
+		{"/pods/_/web-node1/log?limitBytes=0", 400, "limitBytes: must be greater than 0"},
+		{"/pods/_/web-node1/log?limitBytes=-3", 400, "limitBytes: must be greater than 0"},
 		{"/pods/_/nope/log", 404, "pod nope not found"},
 		{"/pods/_/web-node1/log?container=other", 404, "container other not found"},
 		{"/pods/_/web-node1/log?container=gone", 404, "log of container gone in pod web-node1 not found"},

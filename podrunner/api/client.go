@@ -130,6 +130,8 @@ type LogOptions struct {
 	Timestamps bool
 	Tail       int64 // -1: all
 	Since      time.Duration
+	SinceTime  time.Time // only lines from then on (not with Since)
+	LimitBytes int64     // stop after this many bytes of output; 0: no limit
 }
 
 // Logs copies a container's output to out until it ends (or, with Follow, until ctx ends).
@@ -155,6 +157,12 @@ func (c *Client) Logs(ctx context.Context, namespace, name string, o LogOptions,
 	}
 	if o.Since > 0 {
 		q.Set("sinceSeconds", fmt.Sprint(int64(o.Since/time.Second)))
+	}
+	if !o.SinceTime.IsZero() {
+		q.Set("sinceTime", o.SinceTime.Format(time.RFC3339))
+	}
+	if o.LimitBytes != 0 {
+		q.Set("limitBytes", fmt.Sprint(o.LimitBytes))
 	}
 	resp, err := c.do(ctx, "/pods/"+url.PathEscape(namespace)+"/"+url.PathEscape(name)+"/log", q)
 	if err != nil {

@@ -226,22 +226,72 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Since = time.Now().Add(-time.Duration(n) * time.Second)
 	}
+	if v := q.Get("sinceTime"); v != "" {
+		if q.Get("sinceSeconds") != "" {
+			writeError(w, fmt.Errorf("%w: at most one of sinceTime or sinceSeconds may be specified", errBadRequest))
+			return
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: sinceTime: %v", errBadRequest, err))
+			return
+		}
+		opts.Since = t
+	}
+	var limit int64
+	if v := q.Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			writeError(w, fmt.Errorf("%w: limitBytes: must be greater than 0, not %q", errBadRequest, v))
+			return
+		}
+		limit = n
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	out := io.Writer(w)
 	if f, ok := w.(http.Flusher); ok && opts.Follow {
 		out = flushWriter{w, f}
 	}
+	if limit > 0 {
+		out = &limitWriter{w: out, left: limit}
+	}
 	if opts.Follow && q.Get("previous") != "true" {
 		s.followAcrossRestarts(r.Context(), p, container, path, opts, out)
 		return
 	}
-	if err := crilog.ReadLog(r.Context(), path, opts, out); err != nil {
+	if err := crilog.ReadLog(r.Context(), path, opts, out); err != nil && !errors.Is(err, errLimitReached) {
 		if errors.Is(err, os.ErrNotExist) {
 			writeError(w, fmt.Errorf("log of container %s in pod %s %w (%s)", container, p.Name, podrunner.ErrNotFound, path))
 			return
 		}
 		s.log.Warn("read log", "path", path, "err", err)
 	}
+}
+
+// errLimitReached ends a log read once its limitBytes are written.
+var errLimitReached = errors.New("limitBytes reached")
+
+// limitWriter passes on at most left bytes, then fails every write with errLimitReached: the
+// output ends there, in the middle of a line if that is where the limit falls (as the kubelet's).
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errLimitReached
+	}
+	cut := false
+	if int64(len(p)) > l.left {
+		p, cut = p[:l.left], true
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	if err == nil && cut {
+		err = errLimitReached
+	}
+	return n, err
 }
 
 // followPoll is how often a follow checks whether the container was restarted.
@@ -280,6 +330,9 @@ func (s *Server) followAcrossRestarts(ctx context.Context, p *corev1.Pod, contai
 		}()
 		err := crilog.ReadLog(rctx, path, opts, out)
 		cancel()
+		if errors.Is(err, errLimitReached) {
+			return
+		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) && ctx.Err() == nil {
 			s.log.Warn("follow log", "path", path, "err", err)
 		}
