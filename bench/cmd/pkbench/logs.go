@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -168,21 +168,14 @@ func renderChunks(cs []string) string {
 
 // withLogs is the status fields m with the log fields l added.
 func withLogs(m, l map[string]string) map[string]string {
-	for k, v := range l {
-		m[k] = v
-	}
+	maps.Copy(m, l)
 	return m
 }
 
 // sortedFields prints fields one per line, for a focused run.
 func sortedFields(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range keysOf(m, m) {
 		fmt.Fprintf(&b, "  %s = %s\n", k, m[k])
 	}
 	return b.String()
