@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
 )
 
 // runFlags parses args with the run command's flags and gives f the context.
@@ -48,5 +50,42 @@ func TestContainerLogRotationFlags(t *testing.T) {
 		case size != tc.size || files != tc.files:
 			t.Errorf("%v: size %d, files %d; want %d, %d", tc.args, size, files, tc.size, tc.files)
 		}
+	}
+}
+
+// The config file `make install` ships names only flags of `podkeeper run` (the YAML source
+// ignores a key no flag has, so a typo would pass silently), and its values parse.
+func TestExampleConfig(t *testing.T) {
+	const path = "../../examples/etc/podkeeper/config.yaml"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := yaml.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range runCommand().Flags {
+		for _, n := range f.Names() {
+			names[n] = true
+		}
+	}
+	for k := range keys {
+		if !names[k] {
+			t.Errorf("%s: %q is not a flag of podkeeper run", path, k)
+		}
+	}
+	cmd := runCommand()
+	cmd.Action = func(c *cli.Context) error {
+		size, files, err := containerLogRotation(c)
+		if err != nil || size != 10<<20 || files != 5 || c.String("container-log-links-dir") != "/var/log/containers" {
+			t.Errorf("log rotation %d x %d (%v), links %q", size, files, err, c.String("container-log-links-dir"))
+		}
+		return nil
+	}
+	app := &cli.App{Name: "podkeeper", Commands: []*cli.Command{cmd}}
+	if err := app.Run([]string{"podkeeper", "run", "--config", path}); err != nil {
+		t.Fatal(err)
 	}
 }
