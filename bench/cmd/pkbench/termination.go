@@ -63,13 +63,18 @@ func termPod(name string, grace int, extra string, containers ...string) string 
 const sidecarAlways = "    restartPolicy: Always\n"
 
 // httpStopHook serves a CGI at :8080/cgi-bin/stop (busybox httpd) that logs container name's
-// preStop start, sleeps 1 s and logs its end: the setup of a termCSetup whose preStop is an
+// preStop start, sleeps secs and logs its end: the setup of a termCSetup whose preStop is an
 // httpGet of it.
-func httpStopHook(name string) string {
+func httpStopHook(name, secs string) string {
 	return fmt.Sprintf(`mkdir -p /www/cgi-bin && printf '%%s\n' '#!/bin/sh' `+
-		`'read u _ </proc/uptime; echo "%s:prestop $u" >>/out/log' 'sleep 1' `+
+		`'read u _ </proc/uptime; echo "%s:prestop $u" >>/out/log' 'sleep %s' `+
 		`'read u _ </proc/uptime; echo "%s:prestop-end $u" >>/out/log' 'echo Content-type: text/plain' echo 'echo ok' `+
-		`> /www/cgi-bin/stop && chmod +x /www/cgi-bin/stop && httpd -p 8080 -h /www; `, name, name)
+		`> /www/cgi-bin/stop && chmod +x /www/cgi-bin/stop && httpd -p 8080 -h /www; `, name, secs, name)
+}
+
+// httpGetStop is a preStop httpGet hook of path on port.
+func httpGetStop(path string, port int) string {
+	return fmt.Sprintf("    lifecycle:\n      preStop:\n        httpGet:\n          path: %s\n          port: %d\n", path, port)
 }
 
 var termScenarios = []scenario{
@@ -87,7 +92,7 @@ var termScenarios = []scenario{
 	{"term-sidecar", "a sidecar kept running on SIGTERM and an app taking 1 s to exit (grace 5 s): the sidecar's signal after the app ended", termPod("tm-sidecar", 5, "  initContainers:\n"+termC("side", "", sidecarAlways), termC("c", "sleep 1; exit 0", ""))},
 	{"term-sidecars-order", "two sidecars, each 0.5 s to exit, and an app that exits at once: the sidecars end in reverse order", termPod("tm-sidecars", 5, "  initContainers:\n"+termC("s1", "sleep 0.5; exit 0", sidecarAlways)+termC("s2", "sleep 0.5; exit 0", sidecarAlways), termC("c", "exit 0", ""))},
 	{"term-sidecar-prestop", "a sidecar with a preStop hook of 1 s and an app taking 2 s to exit (grace 6 s): the sidecar's hook runs at once, its signal after the app", termPod("tm-sidecarps", 6, "  initContainers:\n"+termC("side", "exit 0", sidecarAlways+preStopExec("side", "1", 0)), termC("c", "sleep 2; exit 0", ""))},
-	{"term-prestop-http", "a preStop httpGet hook to the container's own httpd (a CGI logging its start, 1 s, its end), SIGTERM kept running (grace 4 s)", termPod("tm-prestophttp", 4, "", termCSetup("c", httpStopHook("c"), "", "    lifecycle:\n      preStop:\n        httpGet:\n          path: /cgi-bin/stop\n          port: 8080\n"))},
+	{"term-prestop-http", "a preStop httpGet hook to the container's own httpd (a CGI logging its start, 1 s, its end), SIGTERM kept running (grace 4 s)", termPod("tm-prestophttp", 4, "", termCSetup("c", httpStopHook("c", "1"), "", httpGetStop("/cgi-bin/stop", 8080)))},
 	{"term-prestop-sleep-whole-grace", "a preStop sleep as long as the grace period, 2 s (a longer one is refused, by both), SIGTERM kept running", termPod("tm-sleeplong", 2, "", termC("c", "", "    lifecycle:\n      preStop:\n        sleep:\n          seconds: 2\n"))},
 	{"term-two-prestops", "two containers with a preStop hook of 1 s each (run at once), both exit on SIGTERM (grace 4 s)", termPod("tm-twops", 4, "", termC("a", "exit 0", preStopExec("a", "1", 0)), termC("b", "exit 0", preStopExec("b", "1", 0)))},
 	{"term-sidecar-slow-app", "an app kept running on SIGTERM (grace 4 s) and a sidecar that exits on it: the sidecar's turn comes with the app's SIGKILL, and it still gets its signal", termPod("tm-sideslow", 4, "  initContainers:\n"+termC("side", "exit 0", sidecarAlways), termC("c", "", ""))},
@@ -95,6 +100,11 @@ var termScenarios = []scenario{
 	{"term-grace-one", "terminationGracePeriodSeconds 1, SIGTERM kept running: the stop's 2 s minimum", termPod("tm-graceone", 1, "", termC("c", "", ""))},
 	{"term-two-sidecars-killed", "two sidecars kept running on SIGTERM, an app that exits on it (grace 6 s): the later sidecar is SIGKILLed at 6 s, the earlier gets its signal then and 2 s more", termPod("tm-twoside", 6, "  initContainers:\n"+termC("s1", "", sidecarAlways)+termC("s2", "", sidecarAlways), termC("c", "exit 0", ""))},
 	{"term-init-running", "removed while its init container runs (kept running on SIGTERM, grace 3 s)", termPod("tm-initrun", 3, "  initContainers:\n"+termC("init", "", ""), termC("c", "exit 0", ""))},
+	{"term-prestop-exec-missing", "a preStop exec hook whose command does not exist: it fails at once, SIGTERM kept running (grace 3 s)", termPod("tm-psmissing", 3, "", termC("c", "", "    lifecycle:\n      preStop:\n        exec:\n          command: [\"/no/such/hook\"]\n"))},
+	{"term-prestop-http-refused", "a preStop httpGet hook to a port nothing listens on: it fails at once, SIGTERM kept running (grace 3 s)", termPod("tm-pshttpref", 3, "", termC("c", "", httpGetStop("/stop", 8081)))},
+	{"term-prestop-http-slow", "a preStop httpGet hook whose answer takes 10 s, grace 3 s: the signal when the grace runs out", termPod("tm-pshttpslow", 3, "", termCSetup("c", httpStopHook("c", "10"), "", httpGetStop("/cgi-bin/stop", 8080)))},
+	{"term-prestop-stops-container", "a preStop exec hook that sends SIGTERM to the container's init itself (which exits on it), then sleeps 5 s (grace 4 s)", termPod("tm-psstops", 4, "", termC("c", "exit 0", "    lifecycle:\n      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"kill -TERM 1; sleep 5\"]\n"))},
+	{"term-two-prestop-and-ignore", "two containers: one with a preStop hook of 2 s that exits on SIGTERM, one without a hook that ignores SIGTERM (grace 4 s): the second's signal does not wait for the first's hook", termPod("tm-twomixed", 4, "", termC("a", "exit 0", preStopExec("a", "2", 0)), termC("b", "", ""))},
 }
 
 // termEvent is one row of the termination comparison.
