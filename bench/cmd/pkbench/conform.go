@@ -271,6 +271,13 @@ var scenarios = []scenario{
 		netProbe("livenessProbe", "tcpSocket:\n        port: 8081\n      initialDelaySeconds: 1"))},
 	{"init-oom", "an init container over its 24Mi memory limit, under Never", podDoc("cf-initoom", "Never", "  initContainers:\n"+sh("init", "head -c 128m /dev/zero | tail")+resources("", "24Mi", "", "24Mi"), sh("c", sleeper))},
 	{"deadline-done", "activeDeadlineSeconds: 8 on a pod that succeeded before it, under Never", podDoc("cf-deadlinedone", "Never", "  activeDeadlineSeconds: 8\n", sh("c", "exit 0"))},
+	{"always-exit0", "exit 0 under Always: restarted with the back-off like a crash", podDoc("cf-alwaysexit0", "Always", "", sh("c", "exit 0"))},
+	{"readiness-success-threshold", "an exec readiness probe that passes, with successThreshold: 3 (ready after the third)", podDoc("cf-readysuccess", "Always", "", sh("c", sleeper)+probe("readinessProbe", "exit 0")+"      successThreshold: 3\n")},
+	{"readiness-lost", "an exec readiness probe of a file the container removes after 8 s (ready, then not)", podDoc("cf-readylost", "Always", "", sh("c", "touch /tmp/ready; sleep 8; rm /tmp/ready; "+sleeper)+probe("readinessProbe", "test -f /tmp/ready"))},
+	{"fallback-logs-success", "FallbackToLogsOnError, output and exit 0 under Never (no message: only an error falls back)", podDoc("cf-fallbackok", "Never", "", sh("c", "echo some words; exit 0")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
+	{"fallback-logs-file-wins", "FallbackToLogsOnError, a termination message written and exit 1 (the file wins over the log)", podDoc("cf-fallbackfile", "Never", "", sh("c", "echo log words; echo file words > /dev/termination-log; exit 1")+"    terminationMessagePolicy: FallbackToLogsOnError\n")},
+	{"inside-sysctl-safe", "safe sysctls (net.ipv4.ip_local_port_range, kernel.shm_rmid_forced) set in the pod: what the container reads", podDoc("cf-insysctl", "Never", "  securityContext:\n    sysctls:\n    - name: net.ipv4.ip_local_port_range\n      value: \"20000 40000\"\n    - name: kernel.shm_rmid_forced\n      value: \"1\"\n", sh("c", "{ cat /proc/sys/net/ipv4/ip_local_port_range; cat /proc/sys/kernel/shm_rmid_forced; } > /dev/termination-log; sleep 2"))},
+	{"inside-host-pid", "hostPID: true: whether PID 1 is the host's and the container's own PID is not 1", podDoc("cf-inhostpid", "Never", "  hostPID: true\n", sh("c", "{ test \"$(readlink /proc/1/ns/pid)\" = \"$(readlink /proc/self/ns/pid)\" && echo pid-ns-shared-with-1; test $$ != 1 && echo not-pid-1; } > /dev/termination-log; sleep 2"))},
 }
 
 // webServer is busybox httpd on the pod's port 8080 (index.html only) in the background, a
