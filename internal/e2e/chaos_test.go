@@ -701,7 +701,8 @@ func envOf(p *corev1.Pod, name string) string {
 // Disk full on the log directory (a small tmpfs mounted for the test): the container keeps
 // running, the agent stays up, and logging resumes once space returns.
 func TestChaosLogDiskFull(t *testing.T) {
-	a := startAgent(t, "pk-chaos-disk")
+	// Small log files: rotations, and compressions of the rotated ones, also meet the full disk.
+	a := startAgentAt(t, "pk-chaos-disk", env.Address, "--container-log-max-size", "4Ki", "--container-log-max-files", "3")
 	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "pkchaos", a.logs).Run(); err != nil {
 		t.Fatalf("mount a tmpfs on the log dir: %v", err)
 	}
@@ -740,5 +741,25 @@ func TestChaosLogDiskFull(t *testing.T) {
 	if rc := status(pp, "c").RestartCount; rc != 0 || a.runningPID(string(p.UID), "c") != pid {
 		t.Fatalf("restartCount %d, want 0 and the same task", rc)
 	}
-	chaosLog(t, "1 MiB tmpfs log dir filled for 3 s: container kept running (same PID, 0 restarts), agent up, logging resumed: %q", last)
+	// Compressions that failed for the full disk left no temporary file, and once there is room
+	// the next rotations leave the files as ever: the live one, the newest rotated one plain,
+	// the older one compressed.
+	dir := filepath.Join(a.logs, fmt.Sprintf("default_%s_%s", p.Name, p.UID), "c")
+	var files []string
+	a.eventually(20*time.Second, "the log files as ever after the recovery", func() (bool, string) {
+		ents, _ := os.ReadDir(dir)
+		files = files[:0]
+		gz, tmp := 0, 0
+		for _, e := range ents {
+			files = append(files, e.Name())
+			switch {
+			case strings.HasSuffix(e.Name(), ".tmp"):
+				tmp++
+			case strings.HasSuffix(e.Name(), ".gz"):
+				gz++
+			}
+		}
+		return len(files) == 3 && gz == 1 && tmp == 0, fmt.Sprint(files)
+	})
+	chaosLog(t, "1 MiB tmpfs log dir filled for 3 s, 4 KiB log files: container kept running (same PID, 0 restarts), agent up, logging resumed: %q; files after: %v", last, files)
 }
