@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -426,8 +427,13 @@ func (m *Manager) ContainerLogPath(ctx context.Context, pod *corev1.Pod, contain
 	v := NewPodView(recs)
 	if _, ok := v.Containers[container]; !ok {
 		var names []string
+		inSpec := false
 		for _, c := range allContainers(pod) {
 			names = append(names, c.Name)
+			inSpec = inSpec || c.Name == container
+		}
+		if inSpec {
+			return "", notStartedYet(pod, container, previous)
 		}
 		return "", fmt.Errorf("container %s %w in pod %s (containers: %s)", container, ErrNotFound, pod.Name, strings.Join(names, ", "))
 	}
@@ -435,13 +441,48 @@ func (m *Manager) ContainerLogPath(ctx context.Context, pod *corev1.Pod, contain
 	if previous {
 		r, ok = v.Previous(container)
 		if !ok {
-			return "", fmt.Errorf("previous terminated container %s in pod %s %w", container, pod.Name, ErrNotFound)
+			return "", notStartedYet(pod, container, true)
 		}
 	}
 	if r.LogPath != "" {
 		return r.LogPath, nil
 	}
 	return m.LogPath(pod, container, r.Attempt), nil
+}
+
+// ErrNoLogsYet is the error of a log asked for a container of the pod's spec that has not run
+// yet (an image pull, init containers, a config error): a bad request, as the kubelet's.
+var ErrNoLogsYet = errors.New("no logs yet")
+
+// noLogsYet is an error whose text is the kubelet's and that is ErrNoLogsYet.
+type noLogsYet string
+
+func (e noLogsYet) Error() string        { return string(e) }
+func (e noLogsYet) Is(target error) bool { return target == ErrNoLogsYet }
+
+// notStartedYet says why container of pod, in its spec, has no log, in the kubelet's words
+// (its validateContainerLogStatus), from the container's waiting reason in pod's status.
+func notStartedYet(pod *corev1.Pod, container string, previous bool) error {
+	if previous {
+		return noLogsYet(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name))
+	}
+	var waiting *corev1.ContainerStateWaiting
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == container {
+				waiting = cs.State.Waiting
+			}
+		}
+	}
+	switch {
+	case waiting == nil:
+		return noLogsYet(fmt.Sprintf("container %q in pod %q is waiting to start - no logs yet", container, pod.Name))
+	case waiting.Reason == "ErrImagePull":
+		return noLogsYet(fmt.Sprintf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name))
+	case waiting.Reason == "ImagePullBackOff":
+		return noLogsYet(fmt.Sprintf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name))
+	}
+	return noLogsYet(fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod.Name, waiting.Reason))
 }
 
 // SpecHash is a short hash of a container's spec, kept in its labels for reference.

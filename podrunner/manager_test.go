@@ -887,3 +887,35 @@ func TestManagerImageErrorsAsTheKubelet(t *testing.T) {
 		})
 	}
 }
+
+// A log asked for a container of the spec that has not run yet: the kubelet's words, from the
+// container's waiting reason.
+func TestNotStartedYet(t *testing.T) {
+	pod := mgrPod("uid-a", "web", corev1.RestartPolicyAlways, "main")
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init"}}
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+	}
+	for _, tc := range []struct {
+		container string
+		previous  bool
+		status    []corev1.ContainerStatus
+		init      []corev1.ContainerStatus
+		want      string
+	}{
+		{"main", true, nil, nil, `previous terminated container "main" in pod "web-node1" not found`},
+		{"main", false, nil, nil, `container "main" in pod "web-node1" is waiting to start - no logs yet`},
+		{"main", false, []corev1.ContainerStatus{{Name: "main", State: waiting("ContainerCreating")}}, nil, `container "main" in pod "web-node1" is waiting to start: ContainerCreating`},
+		{"main", false, []corev1.ContainerStatus{{Name: "main", State: waiting("PodInitializing")}}, nil, `container "main" in pod "web-node1" is waiting to start: PodInitializing`},
+		{"main", false, []corev1.ContainerStatus{{Name: "main", State: waiting("ErrImagePull")}}, nil, `container "main" in pod "web-node1" is waiting to start: image can't be pulled`},
+		{"main", false, []corev1.ContainerStatus{{Name: "main", State: waiting("ImagePullBackOff")}}, nil, `container "main" in pod "web-node1" is waiting to start: trying and failing to pull image`},
+		{"init", false, nil, []corev1.ContainerStatus{{Name: "init", State: waiting("CreateContainerConfigError")}}, `container "init" in pod "web-node1" is waiting to start: CreateContainerConfigError`},
+	} {
+		p := pod.DeepCopy()
+		p.Status.ContainerStatuses, p.Status.InitContainerStatuses = tc.status, tc.init
+		err := notStartedYet(p, tc.container, tc.previous)
+		if err.Error() != tc.want || !errors.Is(err, ErrNoLogsYet) {
+			t.Errorf("%s (previous %v): %q, want %q and ErrNoLogsYet", tc.container, tc.previous, err, tc.want)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func allContainerLogs(ctx context.Context, cl *api.Client, ns, name string, o ap
 			lw := writer(c)
 			err := cl.Logs(ctx, p.Namespace, p.Name, oc, lw)
 			lw.flush()
-			if err != nil && !isNotFound(err) { // a container that never ran has no log yet
+			if err != nil && !isNotFound(err) && !api.IsNoLogsYet(err) { // a container that never ran has no log yet
 				errs = append(errs, fmt.Errorf("container %s: %w", c, err))
 			}
 		}
@@ -66,7 +66,7 @@ func allContainerLogs(ctx context.Context, cl *api.Client, ns, name string, o ap
 			oc.Container = c
 			lw := writer(c)
 			defer lw.flush()
-			if err := cl.Logs(ctx, p.Namespace, p.Name, oc, lw); err != nil && !isNotFound(err) {
+			if err := cl.Logs(ctx, p.Namespace, p.Name, oc, lw); err != nil && !isNotFound(err) && !api.IsNoLogsYet(err) {
 				errs[i] = fmt.Errorf("container %s: %w", c, err)
 			}
 		}()

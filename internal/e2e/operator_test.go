@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -297,6 +298,11 @@ func registryPull(t *testing.T, shared *agent, reg *testenv.Registry, hosts, doc
 		w := status(p, "main").State.Waiting
 		return w != nil && w.Reason == "ImagePullBackOff" && strings.Contains(w.Message, "not found")
 	})
+	// Its log: the kubelet's answer for a container waiting on its image (the reason is
+	// ErrImagePull or ImagePullBackOff, whichever phase the back-off is in).
+	if out, err := a.cli("logs", "notthere"); err == nil || !regexp.MustCompile(`container "main" in pod "notthere-e2e" is waiting to start: (image can.t be pulled|trying and failing to pull image)`).MatchString(err.Error()) {
+		t.Errorf("logs of a container waiting on its image: %q, %v", out, err)
+	}
 	events, err := a.cli("get", "events")
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,9 @@ func (b *fakeBackend) ContainerLogPath(_ context.Context, p *corev1.Pod, c strin
 	if path, ok := b.logs[key]; ok {
 		return path, nil
 	}
+	if c == "pending" {
+		return "", fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating (%w)", c, p.Name, podrunner.ErrNoLogsYet)
+	}
 	return "", fmt.Errorf("container %s %w", c, podrunner.ErrNotFound)
 }
 
@@ -293,6 +296,7 @@ func TestServerPodLog(t *testing.T) {
 		{"/pods/_/nope/log", 404, "pod nope not found"},
 		{"/pods/_/web-node1/log?container=other", 404, "container other not found"},
 		{"/pods/_/web-node1/log?container=gone", 404, "log of container gone in pod web-node1 not found"},
+		{"/pods/_/web-node1/log?container=pending", 400, `container "pending" in pod "web-node1" is waiting to start: ContainerCreating`},
 	} {
 		code, b := get(t, srv, tc.path)
 		if code != tc.code {
@@ -416,6 +420,24 @@ func TestClientMissingSocket(t *testing.T) {
 	for _, want := range []string{sock, "is `podkeeper run` running?", "no agent listening"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not contain %q", msg, want)
+		}
+	}
+}
+
+func TestIsNoLogsYet(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Code: 400, Message: `container "c" in pod "p" is waiting to start: ContainerCreating`}, true},
+		{&Error{Code: 400, Message: `container "c" in pod "p" is waiting to start - no logs yet`}, true},
+		{fmt.Errorf("container c: %w", &Error{Code: 400, Message: `previous terminated container "c" in pod "p" not found`}), true},
+		{&Error{Code: 404, Message: `container "c" in pod "p" is waiting to start: ContainerCreating`}, false},
+		{&Error{Code: 400, Message: "tail: bad"}, false},
+		{errors.New(`container "c" in pod "p" is waiting to start`), false},
+	} {
+		if got := IsNoLogsYet(tc.err); got != tc.want {
+			t.Errorf("IsNoLogsYet(%v) = %v", tc.err, got)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -75,6 +76,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// IsNoLogsYet reports whether err is the agent's answer for a log of a container that has not
+// run yet (podrunner.ErrNoLogsYet: "... is waiting to start ...", or no previous instance).
+func IsNoLogsYet(err error) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest &&
+		(strings.Contains(ae.Message, " is waiting to start") || strings.HasPrefix(ae.Message, "previous terminated container "))
+}
 
 func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) error {
 	resp, err := c.do(ctx, path, q)

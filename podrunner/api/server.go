@@ -122,7 +122,7 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, podrunner.ErrNotFound):
 		code, reason = http.StatusNotFound, metav1.StatusReasonNotFound
-	case errors.Is(err, errBadRequest):
+	case errors.Is(err, errBadRequest), errors.Is(err, podrunner.ErrNoLogsYet):
 		code, reason = http.StatusBadRequest, metav1.StatusReasonBadRequest
 	}
 	w.Header().Set("Content-Type", "application/json")
