@@ -507,7 +507,7 @@ func validateFileKeyRef(p *field.Path, r *corev1.FileKeySelector, spec *corev1.P
 	if r.Key == "" {
 		errs = append(errs, field.Required(p.Child("key"), ""))
 	} else {
-		for _, m := range validation.IsEnvVarName(r.Key) {
+		for _, m := range validation.IsRelaxedEnvVarName(r.Key) {
 			errs = append(errs, field.Invalid(p.Child("key"), r.Key, m))
 		}
 	}
@@ -522,7 +522,7 @@ func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field
 		if e.Name == "" {
 			errs = append(errs, field.Required(ep.Child("name"), ""))
 		} else {
-			for _, m := range validation.IsEnvVarName(e.Name) {
+			for _, m := range validation.IsRelaxedEnvVarName(e.Name) {
 				errs = append(errs, field.Invalid(ep.Child("name"), e.Name, m))
 			}
 		}
@@ -585,7 +585,7 @@ func validateEnv(c *corev1.Container, p *field.Path, spec *corev1.PodSpec) field
 	for i, ef := range c.EnvFrom {
 		fp := p.Child("envFrom").Index(i)
 		if ef.Prefix != "" {
-			for _, m := range validation.IsEnvVarName(ef.Prefix) {
+			for _, m := range validation.IsRelaxedEnvVarName(ef.Prefix) {
 				errs = append(errs, field.Invalid(fp.Child("prefix"), ef.Prefix, m))
 			}
 		}
@@ -630,7 +630,8 @@ func validateRefName(p *field.Path, name string) field.ErrorList {
 	return errs
 }
 
-// validateMounts checks volumeMounts: known volume, absolute unique mountPath, relative subPath.
+// validateMounts checks volumeMounts: known volume, absolute unique mountPath, relative subPath
+// and subPathExpr.
 func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string], spec *corev1.PodSpec) field.ErrorList {
 	var errs field.ErrorList
 	imageVols := sets.New[string]()
@@ -655,8 +656,12 @@ func validateMounts(c *corev1.Container, p *field.Path, vols sets.Set[string], s
 			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		paths.Insert(m.MountPath)
+		// Both paths without the mount's index, as the API server words them.
 		if m.SubPath != "" {
-			errs = append(errs, validateRelativePath(mp.Child("subPath"), m.SubPath)...)
+			errs = append(errs, validateRelativePath(p.Child("volumeMounts").Child("subPath"), m.SubPath)...)
+		}
+		if m.SubPathExpr != "" {
+			errs = append(errs, validateRelativePath(p.Child("volumeMounts").Child("subPathExpr"), m.SubPathExpr)...)
 		}
 		for j, o := range m.BindMountOptions {
 			if o != "noexec" && o != "nodev" && o != "nosuid" {

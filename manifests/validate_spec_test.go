@@ -11,6 +11,8 @@ func TestValidationAsTheKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		name, extra, want string
 	}{
+		{"absolute subPathExpr (edge-subpathexpr-absolute; the API server's path has no mount index)", "    volumeMounts:\n    - name: a\n      mountPath: /x\n      subPathExpr: /abs\n  volumes:\n  - name: a\n    emptyDir: {}\n",
+			`spec.containers[0].volumeMounts.subPathExpr: Invalid value: "/abs": must be a relative path`},
 		{"dns nameserver not an IP", "  dnsConfig:\n    nameservers: [dns.example]\n",
 			`spec.dnsConfig.nameservers[0]: Invalid value: "dns.example": must be a valid IP address`},
 		{"four nameservers", "  dnsConfig:\n    nameservers: [1.1.1.1, 1.1.1.2, 1.1.1.3, 1.1.1.4]\n",
@@ -150,6 +152,8 @@ func TestValidationAcceptsAsTheKubelet(t *testing.T) {
 		"    env:\n    - name: A\n      valueFrom:\n        fieldRef:\n          fieldPath: metadata.annotations['Example.com/Key']\n",
 		"  volumes:\n  - name: v\n    downwardAPI:\n      items:\n      - path: l\n        fieldRef:\n          fieldPath: metadata.labels['app']\n      - path: cpu\n        resourceFieldRef:\n          containerName: c\n          resource: limits.cpu\n          divisor: 1m\n",
 		"    resizePolicy:\n    - resourceName: cpu\n      restartPolicy: NotRequired\n    - resourceName: memory\n      restartPolicy: RestartContainer\n",
+		// Relaxed env var names (GA): any printable ASCII but '=' (edge-env-name-digit-start).
+		"    env:\n    - name: 1ABC\n      value: x\n    - name: \"a b!\"\n      value: \"y\"\n    envFrom:\n    - prefix: \"9_\"\n      configMapRef:\n        name: x\n        optional: true\n",
 	} {
 		mustDecode(t, "/etc/pods/x.yaml", pod("a")+extra)
 	}

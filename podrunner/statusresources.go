@@ -62,13 +62,13 @@ func containerStatusResources(c *corev1.Container) (corev1.ResourceList, *corev1
 // nothing).
 func podStatusResources(pod *corev1.Pod, phase corev1.PodPhase) (corev1.ResourceList, *corev1.ResourceRequirements) {
 	if phase != corev1.PodRunning {
-		req, lim := pick(PodRequests(pod)), pick(cgroup.PodLimits(pod))
+		req, lim := withZeroRequests(pod, pick(PodRequests(pod))), pick(cgroup.PodLimits(pod))
 		if req == nil && lim == nil {
 			return nil, nil
 		}
 		return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
 	}
-	req := pick(PodRequests(pod))
+	req := withZeroRequests(pod, pick(PodRequests(pod)))
 	var lim corev1.ResourceList
 	for _, n := range statusResourceNames {
 		if cgroup.PodLevelSet(pod) {
@@ -102,4 +102,27 @@ func podStatusResources(pod *corev1.Pod, phase corev1.PodPhase) (corev1.Resource
 		return nil, nil
 	}
 	return req, &corev1.ResourceRequirements{Requests: req, Limits: lim}
+}
+
+// withZeroRequests adds a zero entry to the pod's requests req for CPU or memory that a container
+// requests (or, without a request, limits) when their total is zero: the kubelet's sums keep
+// such a resource (make conformance's edge-limits-only-memory-zero: a memory limit of 0), where
+// cgroup.PodRequests leaves a zero total out (its callers size cgroups by it).
+func withZeroRequests(pod *corev1.Pod, req corev1.ResourceList) corev1.ResourceList {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, n := range statusResourceNames {
+				_, requested := c.Resources.Requests[n]
+				_, limited := c.Resources.Limits[n]
+				if _, ok := req[n]; ok || !(requested || limited) {
+					continue
+				}
+				if req == nil {
+					req = corev1.ResourceList{}
+				}
+				req[n] = *resource.NewQuantity(0, resource.DecimalSI)
+			}
+		}
+	}
+	return req
 }

@@ -51,6 +51,8 @@ func TestStatusResources(t *testing.T) {
 			"cpu=50m memory=10Mi ", "cpu=100m memory=10Mi ", "cpu=300m ", "cpu=100m memory=10Mi "},
 		{"cpu finer than a millicore is shown rounded up (edge-cpu-micro)", nil,
 			[]corev1.Container{ctr(rl("cpu", "100u"), rl("cpu", "1500u"))}, "cpu=1m ", "cpu=1m ", "cpu=2m ", "cpu=2m "},
+		{"a memory limit of 0: the request defaults to it and the pod's total keeps it (edge-limits-only-memory-zero)", nil,
+			[]corev1.Container{ctr(nil, rl("memory", "0"))}, "memory=0 ", "memory=0 ", "memory=0 ", "memory=0 "},
 		{"a larger init container sets the pod's requests", []corev1.Container{ctr(rl("cpu", "500m"), nil)},
 			[]corev1.Container{ctr(rl("cpu", "100m"), nil)}, "cpu=100m ", "cpu=500m ", "-", "-"},
 	}

@@ -77,7 +77,7 @@ func ContainerEnv(c *corev1.Container, namespace string, lookup podrunner.Config
 		sort.Strings(keys)
 		for _, k := range keys {
 			n := ef.Prefix + k
-			if len(validation.IsEnvVarName(n)) > 0 {
+			if len(validation.IsRelaxedEnvVarName(n)) > 0 {
 				skipped = append(skipped, fmt.Sprintf("%s (from %s %s/%s)", n, kind, namespace, name))
 				continue
 			}

@@ -14,7 +14,7 @@ func TestContainerEnv(t *testing.T) {
 	yes := true
 	cms := []*corev1.ConfigMap{{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"},
-		Data:       map[string]string{"MODE": "fast", "LEVEL": "3", "bad-key!": "x", "1DIGIT": "y"},
+		Data:       map[string]string{"MODE": "fast", "LEVEL": "3", "bad-key!": "x", "1DIGIT": "y", "a=b": "z"},
 		BinaryData: map[string][]byte{"bin": []byte("raw")},
 	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "kube-system"},
@@ -85,15 +85,17 @@ func TestContainerEnv(t *testing.T) {
 			}}, want: []string{"E=kept"}},
 		{name: "nil lookup finds nothing", c: corev1.Container{Env: []corev1.EnvVar{{Name: "M", ValueFrom: cmKey("cfg", "MODE", false)}}},
 			lookup: manifests.NewConfigSet(nil, nil), wantErr: `configmap "cfg" not found`},
-		{name: "envFrom with prefix, invalid names skipped, later sources and env win, $(VAR) sees envFrom",
+		{name: "envFrom with prefix, names with = skipped, later sources and env win, $(VAR) sees envFrom",
 			c: corev1.Container{
 				EnvFrom: []corev1.EnvFromSource{cmFrom("cfg", "", false), secFrom("creds", false), cmFrom("cfg", "CFG_", false)},
 				Env:     []corev1.EnvVar{{Name: "LEVEL", Value: "override"}, {Name: "MSG", Value: "mode=$(MODE) level=$(LEVEL) $(UNSET)"}},
 			},
-			// cfg keys sorted: 1DIGIT (invalid alone, valid with the prefix), LEVEL, MODE, bad-key! (invalid either way);
+			// cfg keys sorted: 1DIGIT, LEVEL, MODE, a=b (no name can hold '=': skipped), bad-key!
+			// (names are any printable ASCII but '=', as the kubelet 1.37's relaxed validation);
 			// bin is binary data, which envFrom does not read
-			want:        []string{"LEVEL=override", "MODE=secret", "password=hunter2", "CFG_1DIGIT=y", "CFG_LEVEL=3", "CFG_MODE=fast", "MSG=mode=secret level=override $(UNSET)"},
-			wantSkipped: 3},
+			want: []string{"1DIGIT=y", "LEVEL=override", "MODE=secret", "bad-key!=x", "password=hunter2",
+				"CFG_1DIGIT=y", "CFG_LEVEL=3", "CFG_MODE=fast", "CFG_bad-key!=x", "MSG=mode=secret level=override $(UNSET)"},
+			wantSkipped: 2},
 		{name: "missing envFrom source", c: corev1.Container{EnvFrom: []corev1.EnvFromSource{secFrom("gone", false)}},
 			wantErr: `secret "gone" not found`},
 		{name: "other sources go to resolveSource", c: corev1.Container{Env: []corev1.EnvVar{

@@ -206,6 +206,27 @@ var edgeScenarios = []scenario{
 	edge("env-valuefrom-empty", "an env var with an empty valueFrom", "", vc("c", "    env:\n    - name: A\n      valueFrom: {}\n")),
 	edge("envfrom-empty", "an envFrom entry with no source", "", vc("c", "    envFrom:\n    - prefix: P_\n")),
 	edge("overhead-negative", "spec.overhead of -10m cpu", "  overhead:\n    cpu: -10m\n", vc("c", "")),
+	// Batch 7 (2026-12-07 morning).
+	edge("env-name-digit-start", "an env var name that starts with a digit", "", vc("c", "    env:\n    - name: 1ABC\n      value: x\n")),
+	edge("mount-unknown-volume", "a volumeMount of a volume the pod does not have", "", vc("c", "    volumeMounts:\n    - name: nope\n      mountPath: /x\n")),
+	edge("subpathexpr-absolute", "an absolute subPathExpr", "  volumes:\n  - name: a\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: a\n      mountPath: /x\n      subPathExpr: /abs\n")),
+	edge("image-empty", "a container with an empty image", "", "  - name: c\n    image: \"\"\n    command: [\"sleep\", \"3600\"]\n"),
+	edge("containerport-zero", "containerPort 0", "", vc("c", "    ports:\n    - containerPort: 0\n")),
+	edge("protocol-sctp", "a port of protocol SCTP", "", vc("c", "    ports:\n    - containerPort: 80\n      protocol: SCTP\n")),
+	edge("requests-over-limits", "a CPU request above its limit", "", vc("c", "    resources:\n      requests:\n        cpu: 200m\n      limits:\n        cpu: 100m\n")),
+	edge("liveness-success-2", "a liveness probe with successThreshold 2", "", vc("c", "    livenessProbe:\n      exec:\n        command: [\"true\"]\n      successThreshold: 2\n")),
+	edge("probe-no-handler", "a liveness probe without a handler", "", vc("c", "    livenessProbe:\n      periodSeconds: 5\n")),
+	edge("probe-two-handlers", "a liveness probe with an exec and a tcpSocket handler", "", vc("c", "    livenessProbe:\n      exec:\n        command: [\"true\"]\n      tcpSocket:\n        port: 80\n")),
+	edge("dns-policy-bad", "dnsPolicy Bogus", "  dnsPolicy: Bogus\n", vc("c", "")),
+	{"edge-restart-policy-bad", "restartPolicy Sometimes", podDoc("ed-restart-policy-bad", "Sometimes", "", vc("c", ""))},
+	edge("hostpath-type-bad", "a hostPath of type Bogus", "  volumes:\n  - name: v\n    hostPath:\n      path: /tmp\n      type: Bogus\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n")),
+	edge("prestop-sleep-negative", "a preStop sleep of -1 seconds", "", vc("c", "    lifecycle:\n      preStop:\n        sleep:\n          seconds: -1\n")),
+	edge("selinux-level-odd", "an seLinuxOptions level that is not an MLS range", "", vc("c", "    securityContext:\n      seLinuxOptions:\n        level: \"not a level!\"\n")),
+	edge("deadline-negative", "activeDeadlineSeconds -5", "  activeDeadlineSeconds: -5\n", vc("c", "")),
+	edge("volume-name-upper", "a volume named with capitals", "  volumes:\n  - name: Data\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: Data\n      mountPath: /d\n")),
+	edge("resource-claim-unknown", "a container resource claim the pod does not declare", "", vc("c", "    resources:\n      claims:\n      - name: gpu\n")),
+	edge("volume-device-emptydir", "a volumeDevice of an emptyDir", "  volumes:\n  - name: v\n    emptyDir: {}\n", vc("c", "    volumeDevices:\n    - name: v\n      devicePath: /dev/xvda\n")),
+	edge("limits-only-memory-zero", "a memory limit of 0", "", vc("c", "    resources:\n      limits:\n        memory: \"0\"\n")),
 }
 
 func init() { scenarios = append(scenarios, edgeScenarios...) }
