@@ -246,12 +246,20 @@ var ErrCreateInterrupted = errors.New("an interrupted earlier create of the cont
 
 // CreateError marks a StartContainer failure that the kubelet meets in its runtime's
 // CreateContainer (containerd's CRI) rather than in its own checks of the spec: a Localhost
-// seccomp profile the node lacks or cannot parse. The container waits as CreateContainerError
+// seccomp profile the node lacks or cannot parse, an SELinux level that is not one. The container waits as CreateContainerError
 // with the CRI's message, tried again with a bad spec's backoff; nothing of the attempt was kept.
-type CreateError struct{ Err error }
+type CreateError struct {
+	Err error
+	// Step is what failed, in the CRI's words; empty: "failed to create containerd container".
+	Step string
+}
 
 func (e *CreateError) Error() string {
-	return "failed to create containerd container: " + e.Err.Error()
+	step := e.Step
+	if step == "" {
+		step = "failed to create containerd container"
+	}
+	return step + ": " + e.Err.Error()
 }
 
 func (e *CreateError) Unwrap() error { return e.Err }

@@ -614,6 +614,9 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	labels[LabelImageRef] = ref
 	labels[LabelImageID] = image.Target().Digest.String()
 
+	if err := checkSELinuxLevel(effectiveSELinux(pod, ctr).Level); err != nil {
+		return podrunner.ContainerRecord{}, &podrunner.CreateError{Step: fmt.Sprintf("failed to generate container %q spec", id), Err: err}
+	}
 	specOpts, err := r.containerSpecOpts(ctx, image, req)
 	if err != nil {
 		return podrunner.ContainerRecord{}, err

@@ -153,3 +153,18 @@ func TestSandboxRefusalFQDN(t *testing.T) {
 		t.Errorf("a short FQDN: %v", err)
 	}
 }
+
+// A pod-level SELinux level containerd's CRI refuses fails the sandbox, in the CRI's words
+// (edge-selinux-level-odd-pod); a good one does not.
+func TestSandboxRefusalSELinuxLevel(t *testing.T) {
+	pod := func(level string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "t", Level: level}}}}
+	}
+	if err := sandboxRefusal(pod("s0:c1,c2"), ""); err != nil {
+		t.Errorf("a good level: %v", err)
+	}
+	want := `failed to generate sandbox container spec: failed to init selinux options &SELinuxOption{User:,Role:,Type:t,Level:not a level!,}: the format of 'level' "not a level!" is not correct`
+	if err := sandboxRefusal(pod("not a level!"), ""); err == nil || err.Error() != want {
+		t.Errorf("a bad level: %v\nwant %s", err, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,4 +351,29 @@ func securityOpts(root string, pod *corev1.Pod, c *corev1.Container, imageUser s
 		opts = append(opts, withSysctls(kv))
 	}
 	return opts, nil
+}
+
+// effectiveSELinux is the SELinux options the runtime gets for ctr: the container's when it sets
+// any (the whole struct, as the kubelet's effective security context takes it), else the pod's.
+func effectiveSELinux(pod *corev1.Pod, ctr *corev1.Container) corev1.SELinuxOptions {
+	if sc := ctr.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
+		return *sc.SELinuxOptions
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
+		return *sc.SELinuxOptions
+	}
+	return corev1.SELinuxOptions{}
+}
+
+// selinuxLevel is an MLS level as containerd's CRI accepts it.
+var selinuxLevel = regexp.MustCompile(`^s\d(-s\d)??(:c\d{1,4}(\.c\d{1,4})?(,c\d{1,4}(\.c\d{1,4})?)*)?$`)
+
+// checkSELinuxLevel refuses a level containerd's CRI refuses, SELinux on the host or not (so
+// does the kubelet's runtime: a container with such a level fails to be created); podkeeper
+// applies no labels, but does not run what the kubelet would not.
+func checkSELinuxLevel(level string) error {
+	if level == "" || selinuxLevel.MatchString(level) {
+		return nil
+	}
+	return fmt.Errorf("the format of 'level' %q is not correct", level)
 }

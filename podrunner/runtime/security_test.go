@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,5 +205,33 @@ func TestSecuritySysctls(t *testing.T) {
 		if _, err := securityOpts("", pod, c, ""); err == nil {
 			t.Errorf("sysctl %s (hostNetwork %v) must be refused", tc.name, tc.host)
 		}
+	}
+}
+
+// SELinux levels as containerd's CRI checks them whether or not the host has SELinux
+// (make conformance's edge-selinux-level-odd), from the container's options or else the pod's.
+func TestSELinuxLevel(t *testing.T) {
+	for _, tc := range []struct {
+		level string
+		ok    bool
+	}{
+		{"", true}, {"s0", true}, {"s0-s0", true}, {"s0:c1", true}, {"s0:c1.c2", true}, {"s0:c1,c2.c1023", true},
+		{"not a level!", false}, {"s", false}, {"S0", false}, {"s0:c12345", false}, {"s0-s15", false},
+	} {
+		err := checkSELinuxLevel(tc.level)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: %v, want ok %v", tc.level, err, tc.ok)
+		}
+		if err != nil && err.Error() != fmt.Sprintf("the format of 'level' %q is not correct", tc.level) {
+			t.Errorf("%q: message %q", tc.level, err)
+		}
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1", User: "u"}}}}
+	if got := effectiveSELinux(pod, &corev1.Container{}); got.Level != "s0:c1" || got.User != "u" {
+		t.Errorf("the pod's options: %+v", got)
+	}
+	c := &corev1.Container{SecurityContext: &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "t"}}}
+	if got := effectiveSELinux(pod, c); got != (corev1.SELinuxOptions{Type: "t"}) {
+		t.Errorf("the container's options replace the pod's whole: %+v", got)
 	}
 }

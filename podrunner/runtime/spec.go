@@ -186,7 +186,9 @@ func PodHostname(pod *corev1.Pod) string {
 // manager; make conformance found it.)
 //
 // A setHostnameAsFQDN hostname longer than 64 characters fails the sandbox too, as the kubelet's
-// sandbox config does (make conformance's edge-fqdn-too-long), not the container's config.
+// sandbox config does (make conformance's edge-fqdn-too-long), not the container's config; so
+// does a pod-level SELinux level containerd's CRI refuses (edge-selinux-level-odd-pod: the CRI's
+// words for its sandbox spec).
 func sandboxRefusal(pod *corev1.Pod, clusterDomain string) error {
 	if _, _, err := PodHostnameAndFQDN(pod, clusterDomain); err != nil {
 		return err
@@ -196,6 +198,12 @@ func sandboxRefusal(pod *corev1.Pod, clusterDomain string) error {
 	}
 	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
 		return fmt.Errorf("RuntimeHandler lookup failed: runtimeclass.node.k8s.io %q not found (podkeeper has no RuntimeClass objects without an API server; leave runtimeClassName out to run with runc)", *rc)
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
+		o := sc.SELinuxOptions
+		if err := checkSELinuxLevel(o.Level); err != nil {
+			return fmt.Errorf("failed to generate sandbox container spec: failed to init selinux options &SELinuxOption{User:%s,Role:%s,Type:%s,Level:%s,}: %w", o.User, o.Role, o.Type, o.Level, err)
+		}
 	}
 	return nil
 }

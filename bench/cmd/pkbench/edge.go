@@ -222,6 +222,7 @@ var edgeScenarios = []scenario{
 	edge("hostpath-type-bad", "a hostPath of type Bogus", "  volumes:\n  - name: v\n    hostPath:\n      path: /tmp\n      type: Bogus\n", vc("c", "    volumeMounts:\n    - name: v\n      mountPath: /v\n")),
 	edge("prestop-sleep-negative", "a preStop sleep of -1 seconds", "", vc("c", "    lifecycle:\n      preStop:\n        sleep:\n          seconds: -1\n")),
 	edge("selinux-level-odd", "an seLinuxOptions level that is not an MLS range", "", vc("c", "    securityContext:\n      seLinuxOptions:\n        level: \"not a level!\"\n")),
+	edge("selinux-level-odd-pod", "a pod-level seLinuxOptions level that is not an MLS range", "  securityContext:\n    seLinuxOptions:\n      level: \"not a level!\"\n", vc("c", "")),
 	edge("deadline-negative", "activeDeadlineSeconds -5", "  activeDeadlineSeconds: -5\n", vc("c", "")),
 	edge("volume-name-upper", "a volume named with capitals", "  volumes:\n  - name: Data\n    emptyDir: {}\n", vc("c", "    volumeMounts:\n    - name: Data\n      mountPath: /d\n")),
 	edge("resource-claim-unknown", "a container resource claim the pod does not declare", "", vc("c", "    resources:\n      claims:\n      - name: gpu\n")),
