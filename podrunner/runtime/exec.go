@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/runtime-spec/specs-go"
 
@@ -35,9 +37,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	if st, err := task.Status(nctx); err != nil || st.Status != containerd.Running {
 		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, podrunner.ErrNotFound)
 	}
-	spec, err := c.Spec(nctx)
+	// The record LoadContainer fetched holds the spec: no second fetch (exec probes come here
+	// every period, and under load each round trip to containerd costs tens of ms).
+	info, err := c.Info(nctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return -1, fmt.Errorf("exec in %s: read spec: %w", id, err)
+	}
+	spec := &oci.Spec{}
+	if info.Spec == nil {
+		return -1, fmt.Errorf("exec in %s: read spec: the container has none", id)
+	}
+	if err := json.Unmarshal(info.Spec.GetValue(), spec); err != nil {
+		return -1, fmt.Errorf("exec in %s: read spec: %w", id, err)
+	}
+	if spec.Process == nil {
+		return -1, fmt.Errorf("exec in %s: read spec: no process", id)
 	}
 	pspec := *spec.Process
 	pspec.Args = req.Cmd
