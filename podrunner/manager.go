@@ -426,14 +426,12 @@ func (m *Manager) ContainerLogPath(ctx context.Context, pod *corev1.Pod, contain
 	}
 	v := NewPodView(recs)
 	if _, ok := v.Containers[container]; !ok {
+		if specOf(pod, container) != nil {
+			return "", notStartedYet(pod, container, previous)
+		}
 		var names []string
-		inSpec := false
 		for _, c := range allContainers(pod) {
 			names = append(names, c.Name)
-			inSpec = inSpec || c.Name == container
-		}
-		if inSpec {
-			return "", notStartedYet(pod, container, previous)
 		}
 		return "", fmt.Errorf("container %s %w in pod %s (containers: %s)", container, ErrNotFound, pod.Name, strings.Join(names, ", "))
 	}
@@ -459,6 +457,12 @@ type noLogsYet string
 
 func (e noLogsYet) Error() string        { return string(e) }
 func (e noLogsYet) Is(target error) bool { return target == ErrNoLogsYet }
+
+// IsNoLogsYetMessage reports whether msg is one of notStartedYet's, for a client that only has
+// the text of the answer (the kubelet's words, a 400 like any bad request).
+func IsNoLogsYetMessage(msg string) bool {
+	return strings.Contains(msg, " is waiting to start") || strings.HasPrefix(msg, "previous terminated container ")
+}
 
 // notStartedYet says why container of pod, in its spec, has no log, in the kubelet's words
 // (its validateContainerLogStatus), from the container's waiting reason in pod's status.

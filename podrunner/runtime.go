@@ -246,8 +246,9 @@ var ErrCreateInterrupted = errors.New("an interrupted earlier create of the cont
 
 // CreateError marks a StartContainer failure that the kubelet meets in its runtime's
 // CreateContainer (containerd's CRI) rather than in its own checks of the spec: a Localhost
-// seccomp profile the node lacks or cannot parse, an SELinux level that is not one. The container waits as CreateContainerError
-// with the CRI's message, tried again with a bad spec's backoff; nothing of the attempt was kept.
+// seccomp profile the node lacks or cannot parse, an SELinux level that is not one. The
+// container waits as CreateContainerError with the CRI's message, tried again with a bad spec's
+// backoff; nothing of the attempt was kept.
 type CreateError struct {
 	Err error
 	// Step is what failed, in the CRI's words; empty: "failed to create containerd container".

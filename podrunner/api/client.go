@@ -10,12 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podkeeper/podkeeper/podrunner"
 )
 
 // Client talks to a running `podkeeper run` over its unix socket.
@@ -81,8 +82,7 @@ func (e *Error) Error() string { return e.Message }
 // run yet (podrunner.ErrNoLogsYet: "... is waiting to start ...", or no previous instance).
 func IsNoLogsYet(err error) bool {
 	var ae *Error
-	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest &&
-		(strings.Contains(ae.Message, " is waiting to start") || strings.HasPrefix(ae.Message, "previous terminated container "))
+	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest && podrunner.IsNoLogsYetMessage(ae.Message)
 }
 
 func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) error {

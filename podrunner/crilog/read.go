@@ -47,10 +47,10 @@ const (
 
 // ReadLog writes the log at path to out as the container printed it: the
 // rotated predecessors oldest first (compressed ones decompressed), then the
-// live file. Partial (P) chunks
-// are joined to their line and F chunks end it with a newline; lines of
-// stdout and stderr are reassembled separately. Malformed lines are skipped.
-// A last line that never got its F chunk is printed without a newline.
+// live file. Partial (P) chunks are joined to their line and F chunks end it
+// with a newline; lines of stdout and stderr are reassembled separately.
+// Malformed lines are skipped. A last line that never got its F chunk is
+// printed without a newline.
 //
 // Without Follow, ReadLog returns after the existing content; it returns an
 // error wrapping fs.ErrNotExist if neither the live file nor any rotated

@@ -113,9 +113,10 @@ func NewWriter(path string, opts ...WriterOption) (*Writer, error) {
 func (w *Writer) Path() string { return w.path }
 
 // Stream returns a writer for the stream "stdout" or "stderr". Bytes are
-// split into lines (ending at "\n" or "\r\n", neither kept); a trailing partial line is buffered until its newline
-// arrives, until it exceeds MaxLineSize (then MaxLineSize bytes are written
-// as a P chunk), or until Close (then it is written as a P chunk).
+// split into lines (ending at "\n" or "\r\n", neither kept); a trailing
+// partial line is buffered until its newline arrives, until it exceeds
+// MaxLineSize (then MaxLineSize bytes are written as a P chunk), or until
+// Close (then it is written as a P chunk).
 //
 // Each call returns an independent stream with its own buffer; a stream is
 // not meant to be written by several goroutines at once. For an unknown

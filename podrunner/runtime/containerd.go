@@ -137,6 +137,11 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.client.Close()
 		return nil, err
 	}
+	if d := r.cfg.LogLinksDir; d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			r.log.Warn("cannot make the container log links directory", "dir", d, "err", err)
+		}
+	}
 	r.gcNetworks(ctx)
 	r.gcSnapshots(ctx)
 	go r.watchExits(ctx)
@@ -614,7 +619,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	labels[LabelImageRef] = ref
 	labels[LabelImageID] = image.Target().Digest.String()
 
-	if err := checkSELinuxLevel(effectiveSELinux(pod, ctr).Level); err != nil {
+	if err := checkSELinuxLevel(mergeSecurity(pod, ctr).SELinux); err != nil {
 		return podrunner.ContainerRecord{}, &podrunner.CreateError{Step: fmt.Sprintf("failed to generate container %q spec", id), Err: err}
 	}
 	specOpts, err := r.containerSpecOpts(ctx, image, req)

@@ -29,18 +29,24 @@ func logLinkPath(dir, pod, namespace, container, id string) string {
 	return filepath.Join(dir, name+suffix)
 }
 
-// linkLog makes the log link of the started container id (labels: its containerd labels). A
-// failure is logged: the container runs all the same, as with the kubelet.
-func (r *Runtime) linkLog(id string, labels map[string]string) {
-	target := labels[LabelLogPath]
+// logLink is the link of container id (labels: its containerd labels) and the log it points
+// at; ok is false when the agent makes no links or the container has no log (a sandbox).
+func (r *Runtime) logLink(id string, labels map[string]string) (link, target string, ok bool) {
+	target = labels[LabelLogPath]
 	if r.cfg.LogLinksDir == "" || target == "" {
+		return "", "", false
+	}
+	return logLinkPath(r.cfg.LogLinksDir, labels[LabelPodName], labels[LabelPodNamespace], labels[LabelContainerName], id), target, true
+}
+
+// linkLog makes the log link of the started container id. A failure is logged: the container
+// runs all the same, as with the kubelet. (Connect made the links directory.)
+func (r *Runtime) linkLog(id string, labels map[string]string) {
+	link, target, ok := r.logLink(id, labels)
+	if !ok {
 		return
 	}
-	link := logLinkPath(r.cfg.LogLinksDir, labels[LabelPodName], labels[LabelPodNamespace], labels[LabelContainerName], id)
 	target, err := filepath.Abs(target)
-	if err == nil {
-		err = os.MkdirAll(r.cfg.LogLinksDir, 0o755)
-	}
 	if err == nil {
 		err = os.Symlink(target, link)
 		if errors.Is(err, fs.ErrExist) { // left by a start interrupted after its link
@@ -56,10 +62,10 @@ func (r *Runtime) linkLog(id string, labels map[string]string) {
 
 // unlinkLog removes the log link of the removed container id.
 func (r *Runtime) unlinkLog(id string, labels map[string]string) {
-	if r.cfg.LogLinksDir == "" || labels[LabelLogPath] == "" {
+	link, _, ok := r.logLink(id, labels)
+	if !ok {
 		return
 	}
-	link := logLinkPath(r.cfg.LogLinksDir, labels[LabelPodName], labels[LabelPodNamespace], labels[LabelContainerName], id)
 	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.log.Warn("cannot remove the container's log link", "container", id, "link", link, "err", err)
 	}

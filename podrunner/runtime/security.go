@@ -35,6 +35,9 @@ type effectiveSecurity struct {
 	Capabilities             *corev1.Capabilities
 	Seccomp                  *corev1.SeccompProfile
 	Sysctls                  []corev1.Sysctl
+	// SELinux is the pod's options, or the container's when it sets any (the whole struct, as
+	// the kubelet's effective security context takes it).
+	SELinux *corev1.SELinuxOptions
 }
 
 func mergeSecurity(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
@@ -42,6 +45,7 @@ func mergeSecurity(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
 	if p := pod.Spec.SecurityContext; p != nil {
 		e.RunAsUser, e.RunAsGroup, e.RunAsNonRoot = p.RunAsUser, p.RunAsGroup, p.RunAsNonRoot
 		e.SupplementalGroups, e.FSGroup, e.Seccomp, e.Sysctls = p.SupplementalGroups, p.FSGroup, p.SeccompProfile, p.Sysctls
+		e.SELinux = p.SELinuxOptions
 		if p.SupplementalGroupsPolicy != nil {
 			e.GroupsPolicy = *p.SupplementalGroupsPolicy
 		}
@@ -61,6 +65,9 @@ func mergeSecurity(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
 		}
 		if s.SeccompProfile != nil {
 			e.Seccomp = s.SeccompProfile
+		}
+		if s.SELinuxOptions != nil {
+			e.SELinux = s.SELinuxOptions
 		}
 		e.Privileged = s.Privileged != nil && *s.Privileged
 		e.ReadOnlyRootFilesystem = s.ReadOnlyRootFilesystem != nil && *s.ReadOnlyRootFilesystem
@@ -353,27 +360,15 @@ func securityOpts(root string, pod *corev1.Pod, c *corev1.Container, imageUser s
 	return opts, nil
 }
 
-// effectiveSELinux is the SELinux options the runtime gets for ctr: the container's when it sets
-// any (the whole struct, as the kubelet's effective security context takes it), else the pod's.
-func effectiveSELinux(pod *corev1.Pod, ctr *corev1.Container) corev1.SELinuxOptions {
-	if sc := ctr.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
-		return *sc.SELinuxOptions
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
-		return *sc.SELinuxOptions
-	}
-	return corev1.SELinuxOptions{}
-}
-
 // selinuxLevel is an MLS level as containerd's CRI accepts it.
 var selinuxLevel = regexp.MustCompile(`^s\d(-s\d)??(:c\d{1,4}(\.c\d{1,4})?(,c\d{1,4}(\.c\d{1,4})?)*)?$`)
 
-// checkSELinuxLevel refuses a level containerd's CRI refuses, SELinux on the host or not (so
-// does the kubelet's runtime: a container with such a level fails to be created); podkeeper
-// applies no labels, but does not run what the kubelet would not.
-func checkSELinuxLevel(level string) error {
-	if level == "" || selinuxLevel.MatchString(level) {
+// checkSELinuxLevel refuses the level of o (nil: none) containerd's CRI refuses, SELinux on the
+// host or not (so does the kubelet's runtime: a container with such a level fails to be
+// created); podkeeper applies no labels, but does not run what the kubelet would not.
+func checkSELinuxLevel(o *corev1.SELinuxOptions) error {
+	if o == nil || o.Level == "" || selinuxLevel.MatchString(o.Level) {
 		return nil
 	}
-	return fmt.Errorf("the format of 'level' %q is not correct", level)
+	return fmt.Errorf("the format of 'level' %q is not correct", o.Level)
 }

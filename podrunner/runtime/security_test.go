@@ -218,7 +218,7 @@ func TestSELinuxLevel(t *testing.T) {
 		{"", true}, {"s0", true}, {"s0-s0", true}, {"s0:c1", true}, {"s0:c1.c2", true}, {"s0:c1,c2.c1023", true},
 		{"not a level!", false}, {"s", false}, {"S0", false}, {"s0:c12345", false}, {"s0-s15", false},
 	} {
-		err := checkSELinuxLevel(tc.level)
+		err := checkSELinuxLevel(&corev1.SELinuxOptions{Level: tc.level})
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: %v, want ok %v", tc.level, err, tc.ok)
 		}
@@ -227,11 +227,11 @@ func TestSELinuxLevel(t *testing.T) {
 		}
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1", User: "u"}}}}
-	if got := effectiveSELinux(pod, &corev1.Container{}); got.Level != "s0:c1" || got.User != "u" {
+	if got := *mergeSecurity(pod, &corev1.Container{}).SELinux; got.Level != "s0:c1" || got.User != "u" {
 		t.Errorf("the pod's options: %+v", got)
 	}
 	c := &corev1.Container{SecurityContext: &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "t"}}}
-	if got := effectiveSELinux(pod, c); got != (corev1.SELinuxOptions{Type: "t"}) {
+	if got := *mergeSecurity(pod, c).SELinux; got != (corev1.SELinuxOptions{Type: "t"}) {
 		t.Errorf("the container's options replace the pod's whole: %+v", got)
 	}
 }

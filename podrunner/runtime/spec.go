@@ -199,9 +199,9 @@ func sandboxRefusal(pod *corev1.Pod, clusterDomain string) error {
 	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
 		return fmt.Errorf("RuntimeHandler lookup failed: runtimeclass.node.k8s.io %q not found (podkeeper has no RuntimeClass objects without an API server; leave runtimeClassName out to run with runc)", *rc)
 	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.SELinuxOptions != nil {
+	if sc := pod.Spec.SecurityContext; sc != nil {
 		o := sc.SELinuxOptions
-		if err := checkSELinuxLevel(o.Level); err != nil {
+		if err := checkSELinuxLevel(o); err != nil {
 			return fmt.Errorf("failed to generate sandbox container spec: failed to init selinux options &SELinuxOption{User:%s,Role:%s,Type:%s,Level:%s,}: %w", o.User, o.Role, o.Type, o.Level, err)
 		}
 	}
