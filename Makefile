@@ -20,7 +20,7 @@ PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(SYSCONFDIR)/systemd/system
 
-.PHONY: all build deps test test-unit test-net-1000 demo demo-stop clean fmt vet install uninstall bench chaos conformance
+.PHONY: all build deps test test-race test-unit test-net-1000 demo demo-stop clean fmt vet install uninstall bench chaos conformance
 
 all: build
 
@@ -51,6 +51,12 @@ test: deps
 	if [ "$$after" -gt "$$before" ]; then \
 		echo "FAIL: the tests left $$((after - before)) CNI nat rules behind ($$before before, $$after after):"; \
 		iptables-save -t nat | grep -- 'CNI-'; exit 1; fi; exit $$rc
+
+# The whole suite with Go's race detector: the test binaries and the agent the e2e tests run
+# (PODKEEPER_TEST_RACE=1: a race report in an agent's output fails the test that ran it). Slower
+# than make test and not part of it.
+test-race: deps
+	PODKEEPER_TEST_RACE=1 $(GO) test -race -count=1 -timeout 60m ./...
 
 # The issue's pod-network leak check: 1000 sandbox cycles (CNI ADD/DEL) on a private bridge,
 # then no IP reserved, no veth, no iptables rule left. `make test` runs the same test with 50.

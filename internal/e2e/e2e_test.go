@@ -153,6 +153,12 @@ func (a *agent) cleanup() {
 		_ = a.cmd.Wait()
 	}
 	a.mu.Unlock()
+	if testenv.Race() { // make test-race: the agent's data races fail the test that ran it
+		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+		if r := testenv.RaceReports(b); r != "" {
+			a.t.Errorf("the agent reported data races:\n%s", r)
+		}
+	}
 	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not (=debug: at debug level).
 	if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
 		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))

@@ -202,9 +202,13 @@ func Binaries() (string, error) {
 			{"podkeeper", "./cmd/podkeeper"},
 			{"podkeeper-pause", "./cmd/podkeeper-pause"},
 		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b.out), b.pkg)
+			args, cgo := []string{"build", "-o", filepath.Join(buildDir, b.out)}, "CGO_ENABLED=0"
+			if Race() && b.out == "podkeeper" {
+				args, cgo = append(args, "-race"), "CGO_ENABLED=1"
+			}
+			cmd := exec.Command("go", append(args, b.pkg)...)
 			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			cmd.Env = append(os.Environ(), cgo)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 				return
@@ -212,6 +216,31 @@ func Binaries() (string, error) {
 		}
 	})
 	return buildDir, buildErr
+}
+
+// Race says whether the agent under test is built with the race detector
+// (PODKEEPER_TEST_RACE=1, `make test-race`). Its reports go to the agent's stderr; the tests
+// that start an agent fail on any (RaceReports).
+func Race() bool { return os.Getenv("PODKEEPER_TEST_RACE") == "1" }
+
+// RaceReports returns the race detector's reports in an agent's output (empty: none).
+func RaceReports(output []byte) string {
+	const mark = "WARNING: DATA RACE"
+	var reports []string
+	for rest := string(output); ; {
+		i := strings.Index(rest, mark)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		end := strings.Index(rest, "==================")
+		if end < 0 {
+			end = len(rest)
+		}
+		reports = append(reports, rest[:end])
+		rest = rest[end:]
+	}
+	return strings.Join(reports, "\n")
 }
 
 // PauseBinary builds (once) and returns the sandbox binary.

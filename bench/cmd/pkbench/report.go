@@ -413,8 +413,11 @@ const analysis = `### Why a target is missed, and what would reach it
   with a toy program decoding a k8s.io/api Pod: 8.6 MB of text, 14.3 MB once it also executes a
   text/template, because a template's reflective method lookup makes the Go linker keep every
   exported method of every reachable type (all 241 protobuf Marshal methods of core/v1 among
-  them). podkeeper links text/template through urfave/cli's help, containerd's pkg/oci and
-  gRPC's golang.org/x/net/trace (the grpcnotrace build tag drops only the last, 0.3 MB). Side by
+  them). The linker's dependency dump (-ldflags=-dumpdep, 2026-12-07) names the two calls that
+  do it in podkeeper: a template's field lookup in urfave/cli's help printer, and godbus's
+  method export (kept because go-systemd's D-Bus connection, for the systemd cgroup driver, is
+  used through an interface). Dropping either alone keeps the other's effect, and both are in
+  chosen dependencies (a fork of each would be the price). Side by
   side in one session, 2 runs each (RSS at 110 pods): as built 42.8/43.7 MiB, GOGC=50
   41.9/42.0, GODEBUG=memprofilerate=0 45.0/46.5, both 42.3/40.3: within the runs' noise.
 - **Liveness and the first probes (section 6).** podkeeper's probes start as the kubelet's:
