@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podkeeper/podkeeper/internal/ociimage"
 )
 
@@ -15,10 +17,19 @@ import (
 // of a running pod stays and the pod keeps running.
 func TestImageGCRemovesOnlyUnused(t *testing.T) {
 	ns := "pk-e2e-imagegc"
-	a := startAgentAt(t, ns, env.Address, "--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0",
-		"--image-minimum-gc-age", "0s", "--image-gc-interval", "1s")
+	// The pod runs before GC is switched on: with the thresholds at 0 a GC round between the
+	// agent's start and the manifest's arrival rightly removes busybox, unused then (a slow
+	// agent, as the race detector's, lost that race).
+	a := startAgentAt(t, ns, env.Address)
 	a.write("keep.yaml", podYAML("keep", "Always", 1, "", shContainer("keep", "sleep 3600", "")))
-	a.waitPod(60*time.Second, "keep-"+node, "keep running", running)
+	first := a.waitPod(60*time.Second, "keep-"+node, "keep running", running)
+	a.kill9()
+	a.extra = append(a.extra, "--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0",
+		"--image-minimum-gc-age", "0s", "--image-gc-interval", "1s")
+	a.start()
+	a.waitPod(60*time.Second, "keep-"+node, "keep running, re-attached", func(p *corev1.Pod) bool {
+		return running(p) && p.UID == first.UID && p.Status.ContainerStatuses[0].RestartCount == 0
+	})
 	ctr := func(args ...string) (string, error) {
 		out, err := exec.Command("ctr", append([]string{"-a", env.Address, "-n", ns}, args...)...).CombinedOutput()
 		return string(out), err
