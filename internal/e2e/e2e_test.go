@@ -159,11 +159,15 @@ func (a *agent) cleanup() {
 			a.t.Errorf("the agent reported data races:\n%s", r)
 		}
 	}
-	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not (=debug: at debug level).
-	if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
-		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
-		a.t.Logf("agent log:\n%s", b)
-	}
+	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not (=debug: at debug level). Shown
+	// once the clean-up is done, so that a leak the clean-up finds comes with the log too.
+	defer func() {
+		if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
+			b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+			a.t.Logf("agent log:\n%s", b)
+		}
+		os.RemoveAll(a.dir)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns, Network: a.network(), RootDir: a.root}); err == nil {
@@ -174,7 +178,9 @@ func (a *agent) cleanup() {
 			// One deadline per container, not one for all: a shared minute ran out on 110 pods
 			// and left the rest without CNI DEL (their iptables rules and IPs leaked).
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = rt.StopContainer(cctx, r.ID, 0)
+			if err := rt.StopContainer(cctx, r.ID, 0); err != nil {
+				a.t.Logf("cleanup: stop %s (state %s when listed): %v", r.ID, r.State, err)
+			}
 			if err := rt.RemoveContainer(cctx, r.ID); err != nil { // sandboxes: CNI DEL releases IP, veth, iptables rules
 				a.t.Logf("cleanup: remove %s: %v", r.ID, err)
 			}
@@ -234,7 +240,6 @@ func (a *agent) cleanup() {
 		a.t.Errorf("cleanup: %d mounts left under the agent's dirs after every pod's files were removed: %v", len(mps), mps)
 		testenv.UnmountUnder(a.dir)
 	}
-	os.RemoveAll(a.dir)
 }
 
 var agentSeq atomic.Int32
