@@ -153,17 +153,15 @@ func (a *agent) cleanup() {
 		_ = a.cmd.Wait()
 	}
 	a.mu.Unlock()
-	if testenv.Race() { // make test-race: the agent's data races fail the test that ran it
+	// Once the clean-up is done (so that a leak it finds comes with the log too): make
+	// test-race's agent fails the test on a data race it reported, and the agent's log is shown
+	// on failure or with PODKEEPER_E2E_LOG=1 (=debug: at debug level).
+	defer func() {
 		b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
-		if r := testenv.RaceReports(b); r != "" {
+		if r := testenv.RaceReports(b); testenv.Race() && r != "" {
 			a.t.Errorf("the agent reported data races:\n%s", r)
 		}
-	}
-	// PODKEEPER_E2E_LOG=1: every agent's log, passed or not (=debug: at debug level). Shown
-	// once the clean-up is done, so that a leak the clean-up finds comes with the log too.
-	defer func() {
 		if a.t.Failed() || os.Getenv("PODKEEPER_E2E_LOG") != "" {
-			b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
 			a.t.Logf("agent log:\n%s", b)
 		}
 		os.RemoveAll(a.dir)

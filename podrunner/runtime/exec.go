@@ -31,14 +31,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 		return -1, fmt.Errorf("exec in %s: %w", id, notFound(err))
 	}
 	// The task this agent started (or re-attached) is at hand: no lookup in containerd.
-	r.mu.Lock()
-	tio := r.running[id]
-	r.mu.Unlock()
-	var task containerd.Task
-	if tio != nil {
-		task = tio.task
-	} else if task, err = c.Task(nctx, nil); err != nil {
-		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, notFound(err))
+	task := r.taskOf(nctx, c)
+	if task == nil {
+		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, podrunner.ErrNotFound)
 	}
 	if st, err := task.Status(nctx); err != nil || st.Status != containerd.Running {
 		return -1, fmt.Errorf("exec in %s: container is not running: %w", id, podrunner.ErrNotFound)
