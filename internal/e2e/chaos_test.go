@@ -763,3 +763,123 @@ func TestChaosLogDiskFull(t *testing.T) {
 	})
 	chaosLog(t, "1 MiB tmpfs log dir filled for 3 s, 4 KiB log files: container kept running (same PID, 0 restarts), agent up, logging resumed: %q; files after: %v", last, files)
 }
+
+// The agent stopped (SIGTERM, as by an upgrade) while its exec probes run: every pod's runc
+// shim still answers at once. An exec's output FIFOs are the agent's; a shim starting an exec
+// opens their write ends while it holds its locks, and an agent that exits before that leaves
+// the open waiting for a reader, 30 s in containerd 1.6's shim, in which the pod's every other
+// call (a kill, a state, an exit) waits too. So the agent lets the exec starts in flight end
+// before it exits. (Before it did, this test failed 4 runs of 4 here.)
+func TestChaosStopDuringExecProbes(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-stopexec")
+	names := a.writeExecProbed("ex", 10)
+	a.waitAllReady(90*time.Second, names)
+	time.Sleep(2 * time.Second) // 10 exec probes a second
+	a.stop()
+	a.shimsAnswer(10 * time.Second)
+}
+
+// The agent killed (kill -9) while its exec probes run, then started again: it cannot let the
+// exec starts in flight end, so the shims that were starting one wait for a reader of its
+// output FIFOs; the new agent opens the FIFOs its predecessor left, and every pod is Ready
+// again soon (its readiness probe's exec is answered), instead of 30 s later (the pods'
+// kills, states and exits with it). (Before the release, 3 runs of 3 failed here.)
+func TestChaosKill9DuringExecProbes(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-killexec")
+	names := a.writeExecProbed("kx", 10)
+	a.waitAllReady(90*time.Second, names)
+	time.Sleep(2 * time.Second)
+	a.kill9()
+	a.start()
+	a.waitAllReady(15*time.Second, names)
+	a.stop()
+	a.shimsAnswer(10 * time.Second)
+}
+
+// waitAllReady waits until every pod named reports the Ready condition True.
+func (a *agent) waitAllReady(timeout time.Duration, names []string) {
+	a.t.Helper()
+	a.eventually(timeout, fmt.Sprintf("%d pods Ready", len(names)), func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := map[string]bool{}
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready[p.Name] = true
+				}
+			}
+		}
+		var not []string
+		for _, n := range names {
+			if !ready[n] {
+				not = append(not, n)
+			}
+		}
+		return len(not) == 0, fmt.Sprintf("not Ready: %v", not)
+	})
+}
+
+// The agent stopped (SIGTERM) while it starts pods: a task create opens the log FIFOs' write
+// ends in the shim as an exec start does, so here too every shim must answer at once after the
+// agent is gone. (A create the stop interrupts fails in containerd, which then deletes the task
+// in the shim itself; 10 runs here stopping at 1 to 10 tasks, 0 to 4 creates interrupted each,
+// all passed.)
+func TestChaosStopDuringStart(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "pk-e2e-stopstart")
+	a.writeN("st", 12)
+	a.eventually(2*time.Minute, "first tasks created", func() (bool, string) {
+		au := takeAudit(t, a.address, "", a.ns)
+		return len(au.tasks) >= 2, fmt.Sprintf("%d tasks", len(au.tasks))
+	})
+	a.stop()
+	a.shimsAnswer(10 * time.Second)
+}
+
+// writeExecProbed writes n pods <prefix>-<i> whose container has an exec readiness probe every
+// second (with a timeout of 5 s: the execs load the machine), and returns the pods' names.
+func (a *agent) writeExecProbed(prefix string, n int) []string {
+	const probe = "    readinessProbe:\n      exec:\n        command: [\"true\"]\n      periodSeconds: 1\n      timeoutSeconds: 5\n"
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		a.write(name+".yaml", podYAML(name, "Always", 1, "", shContainer("c", chaosSleeper, probe)))
+		names = append(names, name+"-"+node)
+	}
+	return names
+}
+
+// shimsAnswer stops every container the agent left, each within the bound: a shim left waiting
+// for a gone agent fails it (its calls wait 30 s).
+func (a *agent) shimsAnswer(within time.Duration) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := pkruntime.Dial(ctx, pkruntime.Config{Address: a.address, Namespace: a.ns})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer rt.Close()
+	recs, err := rt.ListContainers(ctx, "")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Kind == podrunner.KindSandbox {
+			continue // no process; the clean-up releases its network
+		}
+		start := time.Now()
+		cctx, ccancel := context.WithTimeout(ctx, within)
+		err := rt.StopContainer(cctx, r.ID, 0)
+		ccancel()
+		if err != nil {
+			a.t.Errorf("stop %s (%s) after the agent stopped: %v (%v)", r.ID, r.State, err, time.Since(start).Round(time.Millisecond))
+			a.logStacks()
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,10 +138,15 @@ func (a *agent) start() {
 func (a *agent) logLinks() string { return filepath.Join(a.dir, "containers") }
 
 // kill9 ends the agent the hard way and waits for it to be gone.
-func (a *agent) kill9() {
+func (a *agent) kill9() { a.end(syscall.SIGKILL) }
+
+// stop ends the agent with SIGTERM (its pods keep running) and waits for it to be gone.
+func (a *agent) stop() { a.end(syscall.SIGTERM) }
+
+func (a *agent) end(sig syscall.Signal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	_ = a.cmd.Process.Signal(sig)
 	_ = a.cmd.Wait()
 	a.out.Close()
 }
@@ -178,6 +184,7 @@ func (a *agent) cleanup() {
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 			if err := rt.StopContainer(cctx, r.ID, 0); err != nil {
 				a.t.Logf("cleanup: stop %s (state %s when listed): %v", r.ID, r.State, err)
+				a.logStacks()
 			}
 			if err := rt.RemoveContainer(cctx, r.ID); err != nil { // sandboxes: CNI DEL releases IP, veth, iptables rules
 				a.t.Logf("cleanup: remove %s: %v", r.ID, err)
@@ -249,6 +256,29 @@ func agentNetwork() (bridge, subnet string) {
 }
 
 // network is the agent's pod network as `podkeeper run` builds it from the agent's flags.
+// logStacks logs the goroutine stacks of the namespace's runc shims and of their containerd
+// (both dump them on SIGUSR1, the shims through containerd's log) and the processes the shims
+// run, for a container the clean-up could not stop: what a shim was waiting on.
+func (a *agent) logStacks() {
+	logFile := filepath.Join(filepath.Dir(a.address), "containerd.log")
+	before, _ := os.ReadFile(logFile)
+	var procs []string
+	for _, pid := range pkruntime.RuncShimPIDs(a.address, a.ns) {
+		_ = syscall.Kill(pid, syscall.SIGUSR1) // a shim this test's containerd started
+		out, _ := exec.Command("ps", "-o", "pid,ppid,etimes,stat,wchan:32,args", "--ppid", strconv.Itoa(pid)).CombinedOutput()
+		procs = append(procs, fmt.Sprintf("shim %d runs:\n%s", pid, out))
+	}
+	if pid := testenv.ContainerdPID(a.address); pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGUSR1)
+	}
+	time.Sleep(2 * time.Second)
+	after, _ := os.ReadFile(logFile)
+	if len(after) > len(before) {
+		after = after[len(before):]
+	}
+	a.t.Logf("cleanup: %s\ncontainerd's log since (stack dumps):\n%s", strings.Join(procs, "\n"), after)
+}
+
 func (a *agent) network() pkruntime.NetworkConfig {
 	return pkruntime.NetworkConfig{
 		ConfDir:  filepath.Join(a.dir, "net.d"),

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -265,4 +266,21 @@ func RemoveBinaries() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+}
+
+// ContainerdPID is the PID of the containerd StartContainerd started to answer on address (its
+// command line names the config file under the address's directory); 0: none runs.
+func ContainerdPID(address string) int {
+	want := "--config\x00" + filepath.Join(filepath.Dir(address), "root", "podkeeper-containerd.toml") + "\x00"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), want) {
+			return pid
+		}
+	}
+	return 0
 }

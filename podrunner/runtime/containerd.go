@@ -108,6 +108,8 @@ type Runtime struct {
 	collectLogs bool
 	// rro: runc and the kernel make recursively read-only mounts (detectRecursiveReadOnly).
 	rro bool
+	// execStarts: the exec starts in flight, which Close lets end (execStartGate).
+	execStarts execStartGate
 }
 
 // taskIO is a live task together with the writer its output goes to.
@@ -141,6 +143,9 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			r.log.Warn("cannot make the container log links directory", "dir", d, "err", err)
 		}
+	}
+	if n := releaseExecFIFOs(r.fifoDir(), execFIFOHold); n > 0 {
+		r.log.Info("released the exec output FIFOs an earlier agent left (their shims were waiting for a reader)", "execs", n)
 	}
 	r.gcNetworks(ctx)
 	r.gcSnapshots(ctx)
@@ -217,8 +222,21 @@ func dial(ctx context.Context, cfg Config, retry bool) (*Runtime, error) {
 	return r, nil
 }
 
-// Close releases the client. Running containers are not touched.
-func (r *Runtime) Close() error { return r.client.Close() }
+// execDrainTimeout bounds how long Close waits for the exec starts in flight.
+const execDrainTimeout = 10 * time.Second
+
+// Close releases the client. Running containers are not touched. An exec start in flight
+// (exec probes and hooks, podkeeper exec) is let end first, for at most execDrainTimeout, and
+// no exec starts after Close began: the shim opens the write ends of the exec's output FIFOs,
+// whose read ends are this process's, during the start and while it holds its locks, so a
+// process that ends before leaves the open waiting for a reader (30 s in containerd 1.6's runc
+// shim) and every call to that shim, the pod's kills, states and exits, waiting behind it.
+func (r *Runtime) Close() error {
+	if n, waited := r.execStarts.closeAndWait(execDrainTimeout); waited > 0 {
+		r.log.Info("waited for exec starts in flight", "left", n, "waited", waited.Round(time.Millisecond))
+	}
+	return r.client.Close()
+}
 
 // Client exposes the containerd client for the image commands of the CLI and for tests.
 func (r *Runtime) Client() *containerd.Client { return r.client }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -24,6 +25,9 @@ import (
 func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest) (int, error) {
 	if len(req.Cmd) == 0 {
 		return -1, fmt.Errorf("exec in %s: no command", id)
+	}
+	if err := ctx.Err(); err != nil { // a probe or hook of an agent that is stopping
+		return -1, fmt.Errorf("exec in %s: %w", id, err)
 	}
 	nctx := r.ctx(context.WithoutCancel(ctx))
 	c, err := r.client.LoadContainer(nctx, id)
@@ -91,10 +95,17 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	if req.TTY {
 		opts = append(opts, cio.WithTerminal)
 	}
+	// From the FIFOs' making (task.Exec) to the shim's opening them (in the start), this
+	// process must not end: Close waits for it.
+	if !r.execStarts.enter() {
+		close(procSet)
+		return -1, fmt.Errorf("exec in %s: %w", id, errRuntimeClosing)
+	}
 	execID := "exec-" + randomHex(6)
 	proc, err = task.Exec(nctx, execID, &pspec, cio.NewCreator(opts...))
 	close(procSet)
 	if err != nil {
+		r.execStarts.leave()
 		return -1, fmt.Errorf("exec in %s: %w", id, err)
 	}
 	cleanup := func() {
@@ -104,10 +115,13 @@ func (r *Runtime) Exec(ctx context.Context, id string, req podrunner.ExecRequest
 	}
 	statusC, err := proc.Wait(nctx)
 	if err != nil {
+		r.execStarts.leave()
 		cleanup()
 		return -1, fmt.Errorf("exec in %s: wait: %w", id, err)
 	}
-	if err := proc.Start(nctx); err != nil {
+	err = proc.Start(nctx)
+	r.execStarts.leave()
+	if err != nil {
 		cleanup()
 		return -1, fmt.Errorf("exec in %s: start %q: %w", id, req.Cmd[0], err)
 	}
@@ -227,4 +241,64 @@ func (c *closeOnEOF) Read(p []byte) (int, error) {
 		c.done()
 	}
 	return n, err
+}
+
+var errRuntimeClosing = errors.New("podkeeper is stopping")
+
+// execStartGate counts the exec starts in flight and, once closed, admits no more. The zero
+// value is open.
+type execStartGate struct {
+	mu       sync.Mutex
+	closed   bool
+	inFlight int
+	idle     chan struct{} // closed when inFlight drops to 0 after closing; nil before
+}
+
+// enter admits one exec start; false once the gate is closed. Each true is paired with leave.
+func (g *execStartGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.inFlight++
+	return true
+}
+
+// leave ends an exec start that enter admitted.
+func (g *execStartGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	if g.inFlight == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// closeAndWait closes the gate and waits, at most timeout, until no admitted start is in
+// flight. It returns how many were still in flight when it returned and how long it waited (0:
+// none was in flight).
+func (g *execStartGate) closeAndWait(timeout time.Duration) (left int, waited time.Duration) {
+	g.mu.Lock()
+	g.closed = true
+	if g.inFlight == 0 {
+		g.mu.Unlock()
+		return 0, 0
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	start := time.Now()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight, time.Since(start)
 }
