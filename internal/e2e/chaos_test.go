@@ -777,7 +777,9 @@ func TestChaosStopDuringExecProbes(t *testing.T) {
 	a.waitAllReady(90*time.Second, names)
 	time.Sleep(2 * time.Second) // 10 exec probes a second
 	a.stop()
-	a.shimsAnswer(10 * time.Second)
+	n, slowest := a.shimsAnswer(10 * time.Second)
+	chaosLog(t, "%d pods, an exec readiness probe each every second; agent stopped (SIGTERM); then %d containers stopped straight through containerd, the slowest in %v (bound 10 s)",
+		len(names), n, slowest.Round(time.Millisecond))
 }
 
 // The agent killed (kill -9) while its exec probes run, then started again: it cannot let the
@@ -792,10 +794,14 @@ func TestChaosKill9DuringExecProbes(t *testing.T) {
 	a.waitAllReady(90*time.Second, names)
 	time.Sleep(2 * time.Second)
 	a.kill9()
+	restarted := time.Now()
 	a.start()
 	a.waitAllReady(15*time.Second, names)
+	ready := time.Since(restarted)
 	a.stop()
-	a.shimsAnswer(10 * time.Second)
+	n, slowest := a.shimsAnswer(10 * time.Second)
+	chaosLog(t, "%d pods, an exec readiness probe each every second; agent kill -9 and started again: all Ready %v after the start (bound 15 s); then stopped and %d containers stopped straight through containerd, the slowest in %v (bound 10 s)",
+		len(names), ready.Round(time.Millisecond), n, slowest.Round(time.Millisecond))
 }
 
 // waitAllReady waits until every pod named reports the Ready condition True.
@@ -838,7 +844,9 @@ func TestChaosStopDuringStart(t *testing.T) {
 		return len(au.tasks) >= 2, fmt.Sprintf("%d tasks", len(au.tasks))
 	})
 	a.stop()
-	a.shimsAnswer(10 * time.Second)
+	n, slowest := a.shimsAnswer(10 * time.Second)
+	chaosLog(t, "12 pods written at once, agent stopped (SIGTERM) once containerd ran 2 tasks; then %d containers stopped straight through containerd, the slowest in %v (bound 10 s)",
+		n, slowest.Round(time.Millisecond))
 }
 
 // writeExecProbed writes n pods <prefix>-<i> whose container has an exec readiness probe every
@@ -855,8 +863,9 @@ func (a *agent) writeExecProbed(prefix string, n int) []string {
 }
 
 // shimsAnswer stops every container the agent left, each within the bound: a shim left waiting
-// for a gone agent fails it (its calls wait 30 s).
-func (a *agent) shimsAnswer(within time.Duration) {
+// for a gone agent fails it (its calls wait 30 s). It returns how many it stopped and the
+// slowest stop.
+func (a *agent) shimsAnswer(within time.Duration) (stopped int, slowest time.Duration) {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -877,9 +886,14 @@ func (a *agent) shimsAnswer(within time.Duration) {
 		cctx, ccancel := context.WithTimeout(ctx, within)
 		err := rt.StopContainer(cctx, r.ID, 0)
 		ccancel()
+		took := time.Since(start)
+		slowest = max(slowest, took)
 		if err != nil {
-			a.t.Errorf("stop %s (%s) after the agent stopped: %v (%v)", r.ID, r.State, err, time.Since(start).Round(time.Millisecond))
+			a.t.Errorf("stop %s (%s) after the agent stopped: %v (%v)", r.ID, r.State, err, took.Round(time.Millisecond))
 			a.logStacks()
+			continue
 		}
+		stopped++
 	}
+	return stopped, slowest
 }
