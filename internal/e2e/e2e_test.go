@@ -255,10 +255,9 @@ func agentNetwork() (bridge, subnet string) {
 	return fmt.Sprintf("pke%x", n&0xffffff), fmt.Sprintf("10.%d.%d.0/24", 150+(n>>8)%40, n&0xff)
 }
 
-// network is the agent's pod network as `podkeeper run` builds it from the agent's flags.
 // logStacks logs the goroutine stacks of the namespace's runc shims and of their containerd
 // (both dump them on SIGUSR1, the shims through containerd's log) and the processes the shims
-// run, for a container the clean-up could not stop: what a shim was waiting on.
+// run, when a container could not be stopped: what a shim was waiting on.
 func (a *agent) logStacks() {
 	logFile := filepath.Join(filepath.Dir(a.address), "containerd.log")
 	before, _ := os.ReadFile(logFile)
@@ -276,9 +275,10 @@ func (a *agent) logStacks() {
 	if len(after) > len(before) {
 		after = after[len(before):]
 	}
-	a.t.Logf("cleanup: %s\ncontainerd's log since (stack dumps):\n%s", strings.Join(procs, "\n"), after)
+	a.t.Logf("%s\ncontainerd's log since (stack dumps):\n%s", strings.Join(procs, "\n"), after)
 }
 
+// network is the agent's pod network as `podkeeper run` builds it from the agent's flags.
 func (a *agent) network() pkruntime.NetworkConfig {
 	return pkruntime.NetworkConfig{
 		ConfDir:  filepath.Join(a.dir, "net.d"),
