@@ -814,11 +814,7 @@ func (a *agent) waitAllReady(timeout time.Duration, names []string) {
 		}
 		ready := map[string]bool{}
 		for _, p := range pods {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready[p.Name] = true
-				}
-			}
+			ready[p.Name] = podReady(&p) == corev1.ConditionTrue
 		}
 		var not []string
 		for _, n := range names {

@@ -267,8 +267,8 @@ func (a *agent) logStacks() {
 		out, _ := exec.Command("ps", "-o", "pid,ppid,etimes,stat,wchan:32,args", "--ppid", strconv.Itoa(pid)).CombinedOutput()
 		procs = append(procs, fmt.Sprintf("shim %d runs:\n%s", pid, out))
 	}
-	if pid := testenv.ContainerdPID(a.address); pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGUSR1)
+	if a.address == env.Address { // the package's containerd (a case with its own has its own log)
+		_ = syscall.Kill(env.PID(), syscall.SIGUSR1)
 	}
 	time.Sleep(2 * time.Second)
 	after, _ := os.ReadFile(logFile)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -268,19 +267,5 @@ func RemoveBinaries() {
 	}
 }
 
-// ContainerdPID is the PID of the containerd StartContainerd started to answer on address (its
-// command line names the config file under the address's directory); 0: none runs.
-func ContainerdPID(address string) int {
-	want := "--config\x00" + filepath.Join(filepath.Dir(address), "root", "podkeeper-containerd.toml") + "\x00"
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), want) {
-			return pid
-		}
-	}
-	return 0
-}
+// PID is the containerd process's PID.
+func (c *Containerd) PID() int { return c.managed.PID() }

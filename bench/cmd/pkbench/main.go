@@ -176,7 +176,7 @@ func run(ctx context.Context, o options) error {
 	if f := os.Getenv("PKBENCH_AGENT_FLAGS"); f != "" {
 		r.notes = append(r.notes, "podkeeper ran with PKBENCH_AGENT_FLAGS="+f)
 	}
-	ctrdPID := containerdPID(env.Dir)
+	ctrdPID := env.PID()
 	r.containerdIdle = memOf(ctrdPID)
 
 	pk, err := newPodkeeper(ctx, binDir, env.Address, "pkbench", filepath.Join(env.Dir, "busybox.tar"))

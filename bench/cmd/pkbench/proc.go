@@ -103,25 +103,6 @@ func shimsOf(address, ns string) []int {
 	})
 }
 
-// containerdPID finds the containerd whose --config lives under dir.
-func containerdPID(dir string) int {
-	ps := findProcs(func(a []string) bool {
-		if filepath.Base(a[0]) != "containerd" {
-			return false
-		}
-		for _, s := range a {
-			if strings.HasPrefix(s, dir+"/") {
-				return true
-			}
-		}
-		return false
-	})
-	if len(ps) == 0 {
-		return 0
-	}
-	return ps[0]
-}
-
 // sumMem adds up the memory of pids.
 func sumMem(pids []int) procMem {
 	var t procMem
