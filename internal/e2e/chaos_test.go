@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -619,6 +620,127 @@ func TestChaosContainerdRestart(t *testing.T) {
 	})
 	chaosLog(t, "%d pods; containerd down %v; API answered throughout; after restart %d/%d Running, %d task PIDs unchanged, 0 restarts; exit handled after reconnect, and an exit during a second, 20 s outage (its event lost) on reconnect: %v",
 		n, outage, len(pods), n, len(after.tasks), !t.Failed())
+}
+
+// The agent's own containerd (--containerd managed) killed (kill -9, as by the OOM killer)
+// while the agent starts many pods, and again at steady state: the agent starts it again, the
+// pods keep running (same PIDs, no restarts), the interrupted start completes, nothing leaks,
+// and exits are seen again. Before 2026-12-07 nothing started a crashed managed containerd: the
+// agent waited for it for good (no restarts, no exec probes) until the agent itself restarted.
+func TestChaosManagedContainerdKill9(t *testing.T) {
+	n := size(8, 110)
+	dir, err := os.MkdirTemp("/tmp", "pkc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	address, stateDir := filepath.Join(dir, "c.sock"), filepath.Join(dir, "state") // the agent's managed layout
+	var cleanupCtrd *pkruntime.Managed
+	t.Cleanup(func() { // last: after the agent's clean-up removed its pods through it
+		if cleanupCtrd != nil {
+			cleanupCtrd.Stop()
+		}
+		testenv.UnmountUnder(dir)
+		os.RemoveAll(dir)
+	})
+	a := startAgentAt(t, "pk-chaos-managed", address, "--containerd", "managed")
+	t.Cleanup(func() {
+		// The agent stops its containerd when it stops: start one on the same root and state
+		// for the agent's clean-up (which runs next) to remove the pods through.
+		a.stop()
+		m, err := pkruntime.StartManaged(context.Background(), pkruntime.ManagedConfig{
+			Address: address, Root: filepath.Join(a.root, "containerd"), State: stateDir,
+			LogFile: filepath.Join(dir, "cleanup-containerd.log"), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err != nil {
+			t.Errorf("containerd for the clean-up: %v", err)
+		}
+		cleanupCtrd = m
+	})
+	ctrd := a.managedContainerdPID()
+	names := a.writeN("m", n)
+	var atKill audit
+	a.eventually(2*time.Minute, "first tasks running", func() (bool, string) {
+		atKill = takeAudit(t, address, stateDir, a.ns)
+		return len(atKill.tasks) >= 1, fmt.Sprintf("%d tasks", len(atKill.tasks))
+	})
+	if err := syscall.Kill(ctrd, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	mid := time.Now()
+	var again int
+	a.eventually(30*time.Second, "containerd started again by the agent", func() (bool, string) {
+		again = a.managedContainerdPID()
+		return again != 0 && again != ctrd && pkruntime.Answers(address), fmt.Sprintf("pid %d", again)
+	})
+	back := time.Since(mid)
+	pods := a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
+	noRestarts(t, pods, "after containerd's kill -9 during the start")
+	au := checkNothingLost(t, a, stateDir, pods)
+	for id, pid := range atKill.tasks { // what ran at the kill runs on, untouched
+		if au.tasks[id] != pid {
+			t.Errorf("task %s ran with PID %d when containerd died, now %d", id, pid, au.tasks[id])
+		}
+	}
+	chaosLog(t, "%d pods; containerd killed mid-start (%d containers, %d tasks running), answering again %v later; %d/%d pods Running, %d tasks, 0 restarts, no leaks: %v",
+		n, len(atKill.containers), len(atKill.tasks), back.Round(time.Millisecond), len(pods), n, len(au.tasks), !t.Failed())
+
+	// Steady state: the same again, nothing may change.
+	if err := syscall.Kill(again, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.eventually(30*time.Second, "containerd started again by the agent", func() (bool, string) {
+		pid := a.managedContainerdPID()
+		return pid != 0 && pid != again && pkruntime.Answers(address), fmt.Sprintf("pid %d", pid)
+	})
+	time.Sleep(3 * time.Second) // a restart storm would show within the agent's next syncs
+	pods = a.waitAllRunning(time.Minute, names)
+	noRestarts(t, pods, "after containerd's kill -9 at steady state")
+	after := checkNothingLost(t, a, stateDir, pods)
+	samePIDs(t, pidsOf(au), pidsOf(after), "containerd kill -9 at steady state")
+
+	// Exits are seen again: a killed container is restarted.
+	p := pods[names[0]]
+	pid := a.runningPID(string(p.UID), "c")
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.waitPod(time.Minute, names[0], "restarted after containerd came back", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
+	b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+	if got := strings.Count(string(b), "managed containerd exited; starting it again"); got != 2 {
+		t.Errorf("the agent logged %d restarts of its containerd, want 2", got)
+	}
+	chaosLog(t, "steady state: containerd killed again and started again; %d pods, %d task PIDs unchanged, 0 restarts, no leaks; a container killed afterwards restarted: %v",
+		len(pods), len(after.tasks), !t.Failed())
+}
+
+// managedContainerdPID is the PID of the containerd the agent runs as its child (0: none).
+func (a *agent) managedContainerdPID() int {
+	a.mu.Lock()
+	agent := a.cmd.Process.Pid
+	a.mu.Unlock()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		end := strings.LastIndexByte(s, ')')
+		if end < 0 || !strings.HasSuffix(s[:end], "(containerd") {
+			continue
+		}
+		if f := strings.Fields(s[end+1:]); len(f) > 1 && f[1] == strconv.Itoa(agent) {
+			return pid
+		}
+	}
+	return 0
 }
 
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at

@@ -267,13 +267,20 @@ func (a *agent) logStacks() {
 		out, _ := exec.Command("ps", "-o", "pid,ppid,etimes,stat,wchan:32,args", "--ppid", strconv.Itoa(pid)).CombinedOutput()
 		procs = append(procs, fmt.Sprintf("shim %d runs:\n%s", pid, out))
 	}
-	if a.address == env.Address { // the package's containerd (a case with its own has its own log)
-		_ = syscall.Kill(env.PID(), syscall.SIGUSR1)
+	// containerd also writes its dump (the same as in its log) to <tmp>/containerd.<pid>.stacks.log:
+	// removed, not left behind in /tmp.
+	var dumpFile string
+	if pid := env.PID(); a.address == env.Address && pid > 0 { // the package's containerd (a case with its own has its own log)
+		dumpFile = filepath.Join(os.TempDir(), fmt.Sprintf("containerd.%d.stacks.log", pid))
+		_ = syscall.Kill(pid, syscall.SIGUSR1)
 	}
 	time.Sleep(2 * time.Second)
 	after, _ := os.ReadFile(logFile)
 	if len(after) > len(before) {
 		after = after[len(before):]
+	}
+	if dumpFile != "" {
+		os.Remove(dumpFile)
 	}
 	a.t.Logf("%s\ncontainerd's log since (stack dumps):\n%s", strings.Join(procs, "\n"), after)
 }

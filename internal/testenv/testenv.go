@@ -267,5 +267,5 @@ func RemoveBinaries() {
 	}
 }
 
-// PID is the containerd process's PID.
+// PID is the containerd process's PID (0 while a crashed one is being started again).
 func (c *Containerd) PID() int { return c.managed.PID() }
