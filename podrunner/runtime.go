@@ -205,13 +205,16 @@ type ContainerRecord struct {
 	State        ContainerState
 	TaskPresent  bool // a task (and shim resources) still exists; Finalize releases it
 	ExitRecorded bool // the exit is in the labels (RecordExit); before, an exit's fields are the task's
-	PID          uint32
-	CreatedAt    time.Time
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	ExitCode     int32
-	Reason       string // why it ended, when known (Completed, Error, ...); OOMKilled once recorded
-	Message      string
+	// TaskLost: the task is gone from containerd with its exit unrecorded (its runc shim died);
+	// State is StateExited with the exit the runtime read for it, which RecordExit records.
+	TaskLost   bool
+	PID        uint32
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	Reason     string // why it ended, when known (Completed, Error, ...); OOMKilled once recorded
+	Message    string
 	// GracePeriod is the pod's terminationGracePeriodSeconds when the container was created, so a
 	// pod whose manifest vanished while podkeeper was down still stops with the grace it asked for.
 	GracePeriod time.Duration

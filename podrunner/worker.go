@@ -176,7 +176,8 @@ func (w *worker) observe(ctx context.Context) (PodView, error) {
 		return PodView{}, err
 	}
 	for i, r := range recs {
-		if r.State == StateExited && r.TaskPresent && !r.ExitRecorded {
+		// An exit not recorded yet: its task stopped, or is gone (the pod's shim died).
+		if r.State == StateExited && (r.TaskPresent || r.TaskLost) && !r.ExitRecorded {
 			fin, err := w.m.rt.RecordExit(ctx, r.ID)
 			if err != nil {
 				w.log.Warn("record exit", "container", r.Name, "id", r.ID, "err", err)

@@ -743,6 +743,123 @@ func (a *agent) managedContainerdPID() int {
 	return 0
 }
 
+// A pod's runc shim killed (kill -9): containerd reports its containers' tasks exited (and
+// ends their processes); the agent restarts them in the same sandbox, as after any exit, and
+// their exec probes answer again; the other pods are untouched and nothing leaks.
+func TestChaosShimKill9(t *testing.T) {
+	n := 3
+	a := startAgent(t, "pk-chaos-shim")
+	stateDir := filepath.Join(env.Dir, "state")
+	probe := "    readinessProbe:\n      exec:\n        command: [\"true\"]\n      periodSeconds: 1\n"
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("sh-%d", i)
+		a.write(name+".yaml", podYAML(name, "Always", 1, "", shContainer("a", chaosSleeper, probe), shContainer("b", chaosSleeper, "")))
+		names = append(names, name+"-"+node)
+	}
+	a.waitAllReady(time.Minute, names)
+	pods := a.waitAllRunning(time.Minute, names)
+	before := checkNothingLost(t, a, stateDir, pods)
+
+	victim := pods[names[0]]
+	killed := time.Now()
+	a.killPodShim(string(victim.UID))
+	a.waitPod(time.Minute, names[0], "both containers restarted", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "a").RestartCount == 1 && status(p, "b").RestartCount == 1
+	})
+	back := time.Since(killed)
+	a.waitAllReady(30*time.Second, names) // the victim's exec probe answers through its new shim
+	ready := time.Since(killed)
+	pods = a.waitAllRunning(time.Minute, names)
+	if got := status(ptr(pods[names[0]]), "a").LastTerminationState.Terminated; got == nil {
+		t.Errorf("container a of %s: no last termination state after its shim's death", names[0])
+	} else {
+		t.Logf("container a's last state after its shim's death: exit code %d, reason %s", got.ExitCode, got.Reason)
+	}
+	after := checkNothingLost(t, a, stateDir, pods)
+	others := map[string]uint32{}
+	for id, pid := range pidsOf(before) {
+		if before.containers[id].Labels[pkruntime.LabelPodUID] != string(victim.UID) {
+			others[id] = pid
+		}
+	}
+	for id, pid := range others {
+		if after.tasks[id] != pid {
+			t.Errorf("task %s of another pod: PID %d before the shim's death, %d after", id, pid, after.tasks[id])
+		}
+	}
+	delete(pods, names[0])
+	noRestarts(t, pods, "the other pods, after a shim's death")
+	if got := len(pkruntime.RuncShimPIDs(a.address, a.ns)); got != n {
+		t.Errorf("%d runc shims of the namespace run, want %d (one per pod)", got, n)
+	}
+	chaosLog(t, "%d pods of 2 containers; one pod's shim killed: its 2 containers Running again (restartCount 1) after %v, Ready after %v; %d tasks of the other pods unchanged, 0 restarts, %d shims, no leaks: %v",
+		n, back.Round(time.Millisecond), ready.Round(time.Millisecond), len(others), n, !t.Failed())
+}
+
+// killPodShim kills (kill -9) the runc shim of pod uid: the one started for one of its
+// containers (its -id), which serves them all.
+func (a *agent) killPodShim(uid string) {
+	a.t.Helper()
+	shim := 0
+	for _, r := range a.records(uid) {
+		for _, pid := range pkruntime.RuncShimPIDs(a.address, a.ns) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), "\x00"+r.ID+"\x00") {
+				shim = pid
+			}
+		}
+	}
+	if shim == 0 {
+		a.t.Fatalf("no runc shim of pod %s among this namespace's", uid)
+	}
+	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil { // this test's pod's shim
+		a.t.Fatal(err)
+	}
+}
+
+// The same with restartPolicy Never, and with a pause process in the sandbox (--always-pause,
+// whose task the shim serves too): the Never pod ends Failed with its container's exit, never
+// run again (before the fix it was run a second time, as if never started); the other pod comes
+// back in a new sandbox, as after its pause process's death.
+func TestChaosShimKill9NeverAndPause(t *testing.T) {
+	a := startAgentAt(t, "pk-chaos-shim2", env.Address, "--always-pause")
+	a.write("never.yaml", podYAML("never", "Never", 1, "", shContainer("c", chaosSleeper, "")))
+	a.write("paused.yaml", podYAML("paused", "Always", 1, "", shContainer("c", chaosSleeper, "")))
+	pods := a.waitAllRunning(time.Minute, []string{"never-" + node, "paused-" + node})
+	a.killPodShim(string(pods["never-"+node].UID))
+	a.killPodShim(string(pods["paused-"+node].UID))
+	p := a.waitPod(time.Minute, "never-"+node, "Failed with its container's exit", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed
+	})
+	cs := status(p, "c")
+	if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 137 || cs.RestartCount != 0 {
+		t.Errorf("never: container state %+v, restartCount %d; want terminated with 137, 0 restarts", cs.State, cs.RestartCount)
+	}
+	a.waitPod(time.Minute, "paused-"+node, "Running again in a new sandbox", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
+	v := podrunner.NewPodView(a.records(string(pods["paused-"+node].UID)))
+	if sb, _ := v.Sandbox(); sb.Attempt != 1 || sb.State != podrunner.StateRunning {
+		t.Errorf("paused: sandbox %+v, want attempt 1 running", sb)
+	}
+	time.Sleep(3 * time.Second) // the Never pod is not run again
+	v = podrunner.NewPodView(a.records(string(pods["never-"+node].UID)))
+	if r, ok := v.Latest("c"); !ok || r.Attempt != 0 || r.State != podrunner.StateExited {
+		t.Errorf("never: latest instance %+v, want attempt 0 exited", r)
+	}
+	chaosLog(t, "shims killed: the restartPolicy Never pod Failed (exit %d, 0 restarts, not run again); the --always-pause pod Running in a new sandbox (restartCount 1): %v",
+		exitOf(cs), !t.Failed())
+}
+
+func exitOf(cs corev1.ContainerStatus) int32 {
+	if cs.State.Terminated == nil {
+		return -1
+	}
+	return cs.State.Terminated.ExitCode
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
 // random; the agent converges to exactly the final files and leaves no old instance behind.
 func TestChaosManifestStorm(t *testing.T) {

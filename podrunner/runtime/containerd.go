@@ -93,6 +93,8 @@ type Runtime struct {
 	oomed   map[string]bool    // container IDs containerd reported an OOM kill for
 	podOOM  map[string]int     // pod UID -> OOM kills of the pod cgroup already attributed
 	bundles string             // containerd's task bundle dir of the namespace, once found (bundlesDir)
+	// exitsSeen: exits the event stream reported, until recorded (losttask.go).
+	exitsSeen map[string]seenExit
 
 	shimSweepPending bool // sweepShimsSoon
 	shimResweeps     int  // sweepIdleShims: sweeps in a row that found a shim of a removed pod
@@ -315,6 +317,7 @@ func (r *Runtime) watchExits(ctx context.Context) {
 				if e.ExitedAt != nil {
 					ev.ExitedAt = e.ExitedAt.AsTime()
 				}
+				r.noteExit(e.ContainerID, e.ExitStatus, ev.ExitedAt)
 				select {
 				case r.exits <- ev:
 				default:
@@ -1019,7 +1022,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	}
 	if labels[LabelNoProcess] == "true" && labels[LabelFinishedAt] == "" {
 		// A sandbox without a process stops with its namespaces' release: recorded as an exit.
-		if _, err := r.writeExit(ctx, c, labels, 0, time.Now(), false); err != nil && !errdefs.IsNotFound(err) {
+		if _, err := r.writeExit(ctx, c, labels, 0, time.Now(), ""); err != nil && !errdefs.IsNotFound(err) {
 			return err
 		}
 	}
@@ -1118,7 +1121,7 @@ func (r *Runtime) Finalize(ctx context.Context, id string) (podrunner.ContainerR
 		r.release(tio)
 		if st != nil && labels[LabelFinishedAt] == "" {
 			// It stopped between the status read and the delete: recorded from the delete.
-			if labels, err = r.writeExit(ctx, c, labels, int32(st.ExitCode()), st.ExitTime(), false); err != nil {
+			if labels, err = r.writeExit(ctx, c, labels, int32(st.ExitCode()), st.ExitTime(), ""); err != nil {
 				return podrunner.ContainerRecord{}, err
 			}
 		}
@@ -1147,19 +1150,54 @@ func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task c
 	if err != nil {
 		return nil, fmt.Errorf("labels of %s: %w", c.ID(), err)
 	}
-	if task == nil || labels[LabelFinishedAt] != "" {
+	if labels[LabelFinishedAt] != "" || labels[LabelNoProcess] == "true" {
 		return labels, nil
 	}
-	st, err := task.Status(ctx)
-	if err != nil || st.Status != containerd.Stopped {
+	if task != nil {
+		st, err := task.Status(ctx)
+		if err == nil {
+			if st.Status != containerd.Stopped {
+				return labels, nil
+			}
+			code := int32(st.ExitStatus)
+			reason := ""
+			if r.wasOOMKilled(labels[LabelPodUID], c.ID(), code) {
+				reason = "OOMKilled"
+			}
+			return r.writeExit(ctx, c, labels, code, st.ExitTime, reason)
+		}
+		if !errdefs.IsNotFound(err) {
+			return labels, nil
+		}
+	}
+	// No task in containerd: gone without its exit recorded (its shim died), or never made.
+	var createdAt time.Time
+	if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil {
+		createdAt = info.CreatedAt
+	}
+	code, at, reason, lost := r.lostTaskExit(c.ID(), createdAt, time.Now())
+	if !lost {
 		return labels, nil
 	}
-	code := int32(st.ExitStatus)
-	return r.writeExit(ctx, c, labels, code, st.ExitTime, r.wasOOMKilled(labels[LabelPodUID], c.ID(), code))
+	if reason == lostExitReason { // its event may still be on its way
+		r.awaitExitEvent(ctx, c.ID(), createdAt)
+		code, at, reason, _ = r.lostTaskExit(c.ID(), createdAt, time.Now())
+	}
+	if labels, err = r.writeExit(ctx, c, labels, code, at, reason); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	tio := r.running[c.ID()]
+	delete(r.running, c.ID())
+	r.mu.Unlock()
+	r.release(tio) // nothing writes to its FIFOs any more
+	r.log.Warn("a container's task is gone from containerd (its runc shim died?); recorded as its exit",
+		"pod", labels[LabelPodNamespace]+"/"+labels[LabelPodName], "container", labels[LabelContainerName], "id", c.ID(), "exitCode", code, "reason", reason)
+	return labels, nil
 }
 
-// writeExit records an exit in c's labels and returns them.
-func (r *Runtime) writeExit(ctx context.Context, c containerd.Container, labels map[string]string, code int32, at time.Time, oomKilled bool) (map[string]string, error) {
+// writeExit records an exit in c's labels and returns them; reason "" is the exit code's.
+func (r *Runtime) writeExit(ctx context.Context, c containerd.Container, labels map[string]string, code int32, at time.Time, reason string) (map[string]string, error) {
 	if at.IsZero() || at.Year() < 2000 {
 		at = time.Now()
 	}
@@ -1171,13 +1209,14 @@ func (r *Runtime) writeExit(ctx context.Context, c containerd.Container, labels 
 	for k, v := range messageLabels(terminationMessage(labels, code)) {
 		upd[k] = v
 	}
-	if oomKilled {
-		upd[LabelReason] = "OOMKilled"
+	if reason != "" {
+		upd[LabelReason] = reason
 	}
 	labels, err := c.SetLabels(ctx, upd)
 	if err != nil {
 		return nil, fmt.Errorf("record exit of %s: %w", c.ID(), err)
 	}
+	r.forgetExit(c.ID())
 	return labels, nil
 }
 
@@ -1273,6 +1312,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	}
 	r.mu.Lock()
 	delete(r.podOf, id)
+	delete(r.exitsSeen, id)
 	r.mu.Unlock()
 	// The instance's log goes with it (as the kubelet's container GC does): unless another
 	// instance writes to the same file, which never happens while attempts number them.
@@ -1347,6 +1387,12 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 		rec = withTask(rec, tp)
 		if tp == nil && c.Labels[LabelNoProcess] == "true" {
 			rec = processlessSandbox(rec, c.Labels, pinsAlive)
+		} else if tp == nil && !rec.ExitRecorded {
+			if code, at, reason, lost := r.lostTaskExit(c.ID, c.CreatedAt, time.Now()); lost {
+				// Its task is gone unrecorded (its shim died): exited; the worker records it.
+				rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = podrunner.StateExited, code, at, reason
+				rec.TaskLost = true
+			}
 		}
 		if r.collectLogs && rec.State == podrunner.StateRunning && rec.Kind != podrunner.KindSandbox {
 			r.ensureAttached(ctx, c.ID, rec.LogPath)
