@@ -9,9 +9,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -748,7 +750,8 @@ func (a *agent) managedContainerdPID() int {
 // their exec probes answer again; the other pods are untouched and nothing leaks.
 func TestChaosShimKill9(t *testing.T) {
 	n := 3
-	a := startAgent(t, "pk-chaos-shim")
+	metricsAddr := freeAddr(t)
+	a := startAgentAt(t, "pk-chaos-shim", env.Address, "--metrics-address", metricsAddr)
 	stateDir := filepath.Join(env.Dir, "state")
 	probe := "    readinessProbe:\n      exec:\n        command: [\"true\"]\n      periodSeconds: 1\n"
 	var names []string
@@ -792,6 +795,9 @@ func TestChaosShimKill9(t *testing.T) {
 	noRestarts(t, pods, "the other pods, after a shim's death")
 	if got := len(pkruntime.RuncShimPIDs(a.address, a.ns)); got != n {
 		t.Errorf("%d runc shims of the namespace run, want %d (one per pod)", got, n)
+	}
+	if got := metricLine(t, metricsAddr, "podkeeper_container_tasks_lost_total"); got != "podkeeper_container_tasks_lost_total 2" {
+		t.Errorf("metrics: %q, want the 2 lost tasks counted", got)
 	}
 	chaosLog(t, "%d pods of 2 containers; one pod's shim killed: its 2 containers Running again (restartCount 1) after %v, Ready after %v; %d tasks of the other pods unchanged, 0 restarts, %d shims, no leaks: %v",
 		n, back.Round(time.Millisecond), ready.Round(time.Millisecond), len(others), n, !t.Failed())
@@ -859,6 +865,26 @@ func exitOf(cs corev1.ContainerStatus) int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// metricLine is the line of the agent's /metrics at addr that starts with name and a space.
+func metricLine(t *testing.T, addr, name string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, name+" ") {
+			return l
+		}
+	}
+	return ""
+}
 
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
 // random; the agent converges to exactly the final files and leaves no old instance behind.

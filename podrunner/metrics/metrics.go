@@ -54,10 +54,23 @@ var (
 		Name: "podkeeper_evictions_total",
 		Help: "Pods evicted, by eviction signal.",
 	}, []string{"eviction_signal"})
+	// ManagedContainerdRestarts counts the managed containerd (--containerd managed) started
+	// again after it exited on its own (a crash, the OOM killer).
+	ManagedContainerdRestarts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podkeeper_managed_containerd_restarts_total",
+		Help: "Times the managed containerd was started again after it exited on its own.",
+	})
+	// TasksLost counts container tasks that vanished from containerd with their exit unrecorded
+	// (their runc shim died), recorded as exits from containerd's events.
+	TasksLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "podkeeper_container_tasks_lost_total",
+		Help: "Container tasks gone from containerd with their runc shim, recorded as exits.",
+	})
 )
 
 func init() {
 	Registry.MustRegister(SyncDuration, PodStartDuration, ImagePullDuration, ProbeResults, ProbeDuration, Evictions,
+		ManagedContainerdRestarts, TasksLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/podkeeper/podkeeper/cgroup"
 	"github.com/podkeeper/podkeeper/podrunner"
 	"github.com/podkeeper/podkeeper/podrunner/crilog"
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 )
 
 // Config says where containerd is and where podkeeper keeps its files.
@@ -1191,6 +1192,7 @@ func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task c
 	delete(r.running, c.ID())
 	r.mu.Unlock()
 	r.release(tio) // nothing writes to its FIFOs any more
+	metrics.TasksLost.Inc()
 	r.log.Warn("a container's task is gone from containerd (its runc shim died?); recorded as its exit",
 		"pod", labels[LabelPodNamespace]+"/"+labels[LabelPodName], "container", labels[LabelContainerName], "id", c.ID(), "exitCode", code, "reason", reason)
 	return labels, nil

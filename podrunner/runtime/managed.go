@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 )
 
 // ManagedConfig describes a containerd that podkeeper runs as its own child.
@@ -193,6 +195,7 @@ func (m *Managed) supervise() {
 			m.restarts++
 			n := m.restarts
 			m.mu.Unlock()
+			metrics.ManagedContainerdRestarts.Inc()
 			m.log.Error("managed containerd exited; starting it again (pods keep running meanwhile)",
 				"pid", child.cmd.Process.Pid, "err", child.err, "ran", ran, "restart", n, "in", delay, "log", m.cfg.LogFile)
 		} else if delay = managedRestartDelay(delay, 0); delay < time.Second {

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/podkeeper/podkeeper/internal/testenv"
+	"github.com/podkeeper/podkeeper/podrunner/metrics"
 	. "github.com/podkeeper/podkeeper/podrunner/runtime"
 )
 
@@ -43,6 +46,7 @@ func TestManagedContainerdRestartedAfterCrash(t *testing.T) {
 	}
 	rt.Close()
 
+	restartsBefore := counterValue(t)
 	first := m.PID()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -56,6 +60,9 @@ func TestManagedContainerdRestartedAfterCrash(t *testing.T) {
 	}
 	if m.Restarts() != 1 {
 		t.Errorf("restarts = %d, want 1", m.Restarts())
+	}
+	if got := counterValue(t) - restartsBefore; got != 1 {
+		t.Errorf("podkeeper_managed_containerd_restarts_total went up by %v, want 1", got)
 	}
 	if !strings.Contains(logs.String(), "managed containerd exited; starting it again") {
 		t.Errorf("no log line of the restart:\n%s", logs.String())
@@ -79,4 +86,13 @@ func TestManagedContainerdRestartedAfterCrash(t *testing.T) {
 	if m.PID() != 0 && m.PID() != second || Answers(cfg.Address) || m.Restarts() != 1 {
 		t.Errorf("after Stop: pid %d, answers %v, restarts %d; want none started", m.PID(), Answers(cfg.Address), m.Restarts())
 	}
+}
+
+// counterValue reads podkeeper_managed_containerd_restarts_total.
+func counterValue(t *testing.T) float64 {
+	var m dto.Metric
+	if err := metrics.ManagedContainerdRestarts.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
