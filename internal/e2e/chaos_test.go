@@ -886,6 +886,163 @@ func metricLine(t *testing.T, addr, name string) string {
 	return ""
 }
 
+// Pod IPs run out (a /29: 5 addresses for pods): the pods beyond wait as the kubelet's do
+// (FailedCreatePodSandBox, retried with backoff), the running ones are untouched, and once two
+// pods are removed the waiting ones get their addresses and run; no address or namespace leaks.
+func TestChaosPodIPsExhausted(t *testing.T) {
+	a := startAgentAt(t, "pk-chaos-ipam", env.Address, "--pod-subnet", "/29")
+	stateDir := filepath.Join(env.Dir, "state")
+	names := a.writeN("ip", 7)
+	var waiting []string
+	a.eventually(time.Minute, "5 pods Running, 2 waiting for an address", func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		run := 0
+		waiting = nil
+		for _, p := range pods {
+			if running(&p) {
+				run++
+			} else {
+				waiting = append(waiting, p.Name)
+			}
+		}
+		return run == 5 && len(waiting) == 2, fmt.Sprintf("%d running, waiting %v", run, waiting)
+	})
+	a.waitEvent(30*time.Second, "FailedCreatePodSandBox", "no IP addresses available")
+	time.Sleep(3 * time.Second) // retries meanwhile change nothing for the running pods
+	pods, err := a.pods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := map[string]corev1.Pod{}
+	for _, p := range pods {
+		if running(&p) {
+			run[p.Name] = p
+		}
+	}
+	if len(run) != 5 {
+		t.Fatalf("%d pods running while the addresses are out, want 5", len(run))
+	}
+	noRestarts(t, run, "while the addresses are out")
+	var removed []string
+	for name := range run {
+		if len(removed) == 2 {
+			break
+		}
+		a.remove(strings.TrimSuffix(name, "-"+node) + ".yaml")
+		removed = append(removed, name)
+	}
+	var rest []string
+	for _, n := range names {
+		if !slices.Contains(removed, n) {
+			rest = append(rest, n)
+		}
+	}
+	freed := time.Now()
+	pods2 := a.waitAllRunning(2*time.Minute, rest)
+	took := time.Since(freed)
+	au := checkNothingLost(t, a, stateDir, pods2)
+	chaosLog(t, "7 pods on 5 addresses: 5 Running, 2 waiting (FailedCreatePodSandBox: no IP addresses available), the 5 untouched; 2 removed: the 2 waiting Running %v later; %d tasks, no leaks: %v",
+		took.Round(time.Millisecond), len(au.tasks), !t.Failed())
+}
+
+// Crash storm: many pods whose container exits at once, for a while. Each backs off as the
+// kubelet's (10 s, doubling), keeps at most one dead instance beside its newest, and leaves
+// no task, mount or snapshot of the instances it removed; the agent stays responsive.
+func TestChaosCrashStorm(t *testing.T) {
+	n := size(10, 40)
+	window := time.Duration(size(25, 45)) * time.Second
+	a := startAgent(t, "pk-chaos-crash")
+	stateDir := filepath.Join(env.Dir, "state")
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("cr-%d", i)
+		a.write(name+".yaml", podYAML(name, "Always", 1, "", shContainer("c", "echo crash; exit 3", "")))
+		names = append(names, name+"-"+node)
+	}
+	start := time.Now()
+	slowest := time.Duration(0)
+	for time.Since(start) < window {
+		t0 := time.Now()
+		if _, err := a.cli("get", "pods"); err != nil {
+			t.Fatalf("API during the crash storm: %v", err)
+		}
+		slowest = max(slowest, time.Since(t0))
+		time.Sleep(500 * time.Millisecond)
+	}
+	pods, err := a.pods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != n {
+		t.Fatalf("%d pods listed, want %d", len(pods), n)
+	}
+	uids := map[string]string{}
+	minRestarts, maxRestarts := int32(1<<30), int32(0)
+	for _, p := range pods {
+		uids[string(p.UID)] = p.Name
+		cs := status(&p, "c")
+		minRestarts, maxRestarts = min(minRestarts, cs.RestartCount), max(maxRestarts, cs.RestartCount)
+		// 10 s, 20 s, 40 s: within the window, 2 or 3 restarts; never a tight loop.
+		if cs.RestartCount < 1 || cs.RestartCount > 4 {
+			t.Errorf("pod %s: restartCount %d after %v of crashing, want the kubelet's back-off (1-4)", p.Name, cs.RestartCount, window)
+		}
+	}
+	// The pods go on crashing while containerd is read, and its lists are not one snapshot: an
+	// instance removed between them, or a new one started before the oldest goes, shows for a
+	// moment. What is wrong stays: the audit is taken again until it is clean, for 30 s at most.
+	var au audit
+	a.eventually(30*time.Second, "no leak, at most 2 instances a pod", func() (bool, string) {
+		au = takeAudit(t, a.address, stateDir, a.ns)
+		problems := crashStormProblems(au, uids)
+		return len(problems) == 0, strings.Join(problems, "; ")
+	})
+	chaosLog(t, "%d pods crashing at once for %v: restartCount %d-%d (back-off), %d containers (at most 2 instances a pod), %d tasks, no leaks; API answered throughout (slowest %v): %v",
+		n, window, minRestarts, maxRestarts, len(au.containers), len(au.tasks), slowest.Round(time.Millisecond), !t.Failed())
+}
+
+// crashStormProblems lists what is wrong in au for the crash storm's pods (uid -> name): a
+// container of no listed pod, more than 2 instances of a pod's container, a container without
+// its snapshot, a snapshot without its container, a task mount without its container.
+func crashStormProblems(au audit, uids map[string]string) []string {
+	var out []string
+	perPod := map[string]int{}
+	for id, c := range au.containers {
+		uid := c.Labels[pkruntime.LabelPodUID]
+		if _, ok := uids[uid]; !ok {
+			out = append(out, "container of no listed pod: "+id)
+		}
+		if c.Labels[pkruntime.LabelKind] == string(podrunner.KindApp) {
+			perPod[uid]++
+		}
+		if c.SnapshotKey != "" && !au.active[c.SnapshotKey] {
+			out = append(out, "container without its snapshot: "+id)
+		}
+	}
+	for uid, k := range perPod {
+		if k > 2 {
+			out = append(out, fmt.Sprintf("pod %s keeps %d instances of its container", uids[uid], k))
+		}
+	}
+	for key := range au.active {
+		owned := false
+		for _, c := range au.containers {
+			owned = owned || c.SnapshotKey == key
+		}
+		if !owned {
+			out = append(out, "snapshot without its container: "+key)
+		}
+	}
+	for _, m := range au.mounts {
+		if _, ok := au.containers[strings.SplitN(m, "/", 2)[0]]; !ok {
+			out = append(out, "mount without its container: "+m)
+		}
+	}
+	return out
+}
+
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
 // random; the agent converges to exactly the final files and leaves no old instance behind.
 func TestChaosManifestStorm(t *testing.T) {

@@ -87,6 +87,15 @@ func startAgentAt(t testing.TB, ns, address string, extra ...string) *agent {
 	a := &agent{t: t, ns: ns, dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"),
 		logs: filepath.Join(dir, "logs"), sock: filepath.Join(dir, "api.sock"), mu: &sync.Mutex{}, address: address, extra: extra}
 	a.bridge, a.subnet = agentNetwork()
+	// A test may narrow the agent's own /24 (extra "--pod-subnet", "/29"), for the agent and
+	// for its leak checks.
+	for i := 0; i+1 < len(a.extra); i++ {
+		if a.extra[i] == "--pod-subnet" && strings.HasPrefix(a.extra[i+1], "/") {
+			a.subnet = strings.TrimSuffix(a.subnet, "/24") + a.extra[i+1]
+			a.extra = append(a.extra[:i:i], a.extra[i+2:]...)
+			break
+		}
+	}
 	if a.cgroupParent = os.Getenv("PODKEEPER_CGROUP_PARENT"); a.cgroupParent == "" {
 		a.cgroupParent, a.ownCgroups = filepath.Base(dir), true
 		a.extra = append([]string{"--cgroup-parent", a.cgroupParent}, a.extra...)
