@@ -7,6 +7,7 @@ package e2e
 // issue (110 pods, a 30 s containerd outage, 1000 edits).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -1041,6 +1042,111 @@ func crashStormProblems(au audit, uids map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// Log flood: containers writing their output as fast as they can, one of them a single line of
+// 64 MiB without a newline. The writers are never blocked (each finishes its output), the log
+// files keep to their size and count, the agent's memory stays bounded (a line is written in
+// 16 KiB partial chunks, never held whole), and a probed pod beside them stays Ready.
+func TestChaosLogFlood(t *testing.T) {
+	a := startAgentAt(t, "pk-chaos-flood", env.Address, "--container-log-max-size", "4Mi", "--container-log-max-files", "3")
+	probe := "    readinessProbe:\n      exec:\n        command: [\"true\"]\n      periodSeconds: 1\n"
+	a.write("calm.yaml", podYAML("calm", "Always", 1, "", shContainer("c", chaosSleeper, probe)))
+	a.waitAllReady(time.Minute, []string{"calm-" + node})
+	rss0 := a.rssKiB()
+	// 64 MiB in one line, then a mark; 64 MiB of short lines, then a mark.
+	a.write("oneline.yaml", podYAML("oneline", "Always", 1, "", shContainer("c",
+		`trap "exit 0" TERM; head -c 67108864 /dev/zero | tr '\0' 'a'; echo; echo done-oneline; sleep 3600 & wait`, "")))
+	a.write("lines.yaml", podYAML("lines", "Always", 1, "", shContainer("c",
+		`trap "exit 0" TERM; head -c 67108864 /dev/zero | tr '\0' 'a' | fold -w 100; echo done-lines; sleep 3600 & wait`, "")))
+	start := time.Now()
+	peak := rss0
+	notReady := 0
+	for _, name := range []string{"oneline", "lines"} {
+		a.eventually(3*time.Minute, name+" wrote all its output", func() (bool, string) {
+			peak = max(peak, a.rssKiB())
+			pods, err := a.pods()
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, p := range pods {
+				if p.Name == "calm-"+node && podReady(&p) != corev1.ConditionTrue {
+					notReady++
+				}
+			}
+			// Read from the files (the live one, or the last rotated one, plain), not through
+			// the agent: its own memory is what this case watches.
+			found := false
+			_ = filepath.WalkDir(a.logs, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.Contains(p, "_"+name+"-") && !strings.HasSuffix(p, ".gz") {
+					b, _ := os.ReadFile(p)
+					found = found || bytes.Contains(b, []byte("done-"+name))
+				}
+				return nil
+			})
+			return found, "no done-" + name + " in its log files yet"
+		})
+	}
+	took := time.Since(start)
+	peak = max(peak, a.rssKiB())
+	// The tail of the long line through the agent: printed whole (all of it the files kept),
+	// streamed, not held in the agent's memory (before 2026-12-07 each such call took ~30 MiB).
+	beforeTail := a.rssKiB()
+	tailBytes := 0
+	for i := 0; i < 3; i++ {
+		out, err := a.cli("logs", "oneline", "--tail", "2")
+		if err != nil || !strings.HasSuffix(out, "aaaa\ndone-oneline\n") || len(out) < 4<<20 {
+			t.Errorf("logs --tail 2 of the long line: %d bytes ending %q (%v), want the kept part of the line and the mark", len(out), out[max(0, len(out)-30):], err)
+		}
+		tailBytes = len(out)
+	}
+	tailPeak := a.rssKiB()
+	if grew := (tailPeak - beforeTail) / 1024; grew > 16 {
+		t.Errorf("agent RSS grew by %d MiB over 3 `logs --tail 2` of a %d-byte line (from %d MiB), want it bounded", grew, tailBytes, beforeTail/1024)
+	}
+	if notReady > 0 {
+		t.Errorf("the probed pod was not Ready in %d of the looks during the flood", notReady)
+	}
+	if grew := (peak - rss0) / 1024; grew > 40 {
+		t.Errorf("agent RSS grew by %d MiB during the flood (from %d MiB), want it bounded", grew, rss0/1024)
+	}
+	var files []string
+	var total int64
+	_ = filepath.WalkDir(a.logs, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, "_oneline-") && !strings.Contains(p, "_lines-") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files = append(files, strings.TrimPrefix(p, a.logs+"/"))
+		total += info.Size()
+		return nil
+	})
+	if len(files) > 6 || total > 2*3*5<<20 {
+		t.Errorf("log files of the flooding pods: %d files, %d bytes (max 3 x 4 MiB each): %v", len(files), total, files)
+	}
+	chaosLog(t, "2 pods wrote 64 MiB each (one line; 100-byte lines) in %v: not blocked, logs kept to %d files / %d MiB, agent RSS %d -> peak %d MiB, the probed pod Ready throughout: %v; 3 `logs --tail 2` of the long line (%d bytes each): agent RSS %d -> %d MiB",
+		took.Round(time.Millisecond), len(files), total>>20, rss0/1024, peak/1024, notReady == 0, tailBytes, beforeTail/1024, tailPeak/1024)
+}
+
+// rssKiB is the agent process's resident set size in KiB.
+func (a *agent) rssKiB() int {
+	a.mu.Lock()
+	pid := a.cmd.Process.Pid
+	a.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			v, _ := strconv.Atoi(f[1])
+			return v
+		}
+	}
+	return 0
 }
 
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at

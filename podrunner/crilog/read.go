@@ -64,7 +64,17 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, out io.Writer) 
 	}
 	r := &logReader{opts: opts, out: bufio.NewWriter(out), chunk: make([]byte, 32<<10)}
 	if opts.Tail >= 0 {
-		r.ring = &tailRing{max: opts.Tail}
+		// Two passes, so that memory stays bounded whatever the lines' length (a line of
+		// megabytes without a newline is stored as 16 KiB partial chunks): the first counts
+		// the lines, the second prints from the first of the last Tail ones on, as without
+		// Tail. Lines are numbered in the order they start.
+		counter := &logReader{opts: opts, counting: true, chunk: r.chunk}
+		cur, err := counter.readExisting(ctx, path)
+		cur.close()
+		if err != nil {
+			return err
+		}
+		r.dropLines = max(0, counter.lines-opts.Tail)
 	}
 
 	cur, err := r.readExisting(ctx, path)
@@ -75,7 +85,6 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, out io.Writer) 
 		return err
 	}
 	r.flushPending()
-	r.dumpTail()
 	if err := r.out.Flush(); err != nil {
 		return fmt.Errorf("crilog: read %s: write output: %w", path, err)
 	}
@@ -88,10 +97,14 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, out io.Writer) 
 // logReader holds the reassembly and output state of one ReadLog call.
 type logReader struct {
 	opts    ReadOptions
-	out     *bufio.Writer
-	ring    *tailRing // non-nil while collecting lines for Tail
+	out     *bufio.Writer // nil while counting
 	pending [2]pendingLine
 	chunk   []byte // read buffer
+	// counting: only count the lines (Since and Stream applied) into lines; nothing is kept
+	// or printed. Else the first dropLines lines are left out (Tail).
+	counting  bool
+	lines     int64 // lines started so far (Since and Stream applied)
+	dropLines int64
 }
 
 // pendingLine is a line of one stream whose F chunk has not arrived yet.
@@ -359,6 +372,10 @@ func (r *logReader) handleLine(raw []byte) {
 		p.active = true
 		p.t = e.Time
 		p.skip = !r.opts.Since.IsZero() && e.Time.Before(r.opts.Since)
+		if !p.skip {
+			p.skip = r.counting || r.lines < r.dropLines // counted only; or before the tail
+			r.lines++
+		}
 	}
 	if !p.skip {
 		p.buf = append(p.buf, e.Text...)
@@ -370,7 +387,7 @@ func (r *logReader) handleLine(raw []byte) {
 		*p = pendingLine{buf: p.buf[:0]}
 		return
 	}
-	if r.ring == nil && len(p.buf) >= maxPending {
+	if len(p.buf) >= maxPending {
 		r.emitPartial(p)
 	}
 }
@@ -390,13 +407,8 @@ func (r *logReader) emitPartial(p *pendingLine) {
 	p.buf = p.buf[:0]
 }
 
-// emit prints rec, or keeps a copy of it while collecting the tail.
+// emit prints rec.
 func (r *logReader) emit(rec record) {
-	if r.ring != nil {
-		rec.text = bytes.Clone(rec.text)
-		r.ring.add(rec)
-		return
-	}
 	r.write(rec)
 }
 
@@ -411,37 +423,9 @@ func (r *logReader) write(rec record) {
 	}
 }
 
-// dumpTail prints the collected tail and switches to direct output.
-func (r *logReader) dumpTail() {
-	if r.ring == nil {
-		return
-	}
-	for _, rec := range r.ring.recs {
-		r.write(rec)
-	}
-	r.ring = nil
-}
-
 func streamIndex(name string) int {
 	if name == Stderr {
 		return 1
 	}
 	return 0
-}
-
-// tailRing keeps the last max records.
-type tailRing struct {
-	max  int64
-	recs []record
-}
-
-func (t *tailRing) add(rec record) {
-	if t.max == 0 {
-		return
-	}
-	t.recs = append(t.recs, rec)
-	if int64(len(t.recs)) > t.max {
-		t.recs[0] = record{} // release the text
-		t.recs = t.recs[1:]
-	}
 }

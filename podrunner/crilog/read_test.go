@@ -47,6 +47,9 @@ func TestReadLogOptions(t *testing.T) {
 	}{
 		{"all", ReadOptions{Tail: -1}, "one\nerr-one\nerr-two\ntwo\nthree\nerr-tail"},
 		{"tail 2", ReadOptions{Tail: 2}, "three\nerr-tail"},
+		// Lines are numbered in the order they start: "two" (started before "err-two",
+		// ended after it) is not among the last 3.
+		{"tail 3", ReadOptions{Tail: 3}, "err-two\nthree\nerr-tail"},
 		{"tail 0", ReadOptions{Tail: 0}, ""},
 		{"tail beyond", ReadOptions{Tail: 100}, "one\nerr-one\nerr-two\ntwo\nthree\nerr-tail"},
 		{"since", ReadOptions{Tail: -1, Since: t0.Add(3 * time.Second)}, "err-two\nthree\nerr-tail"},
@@ -64,6 +67,34 @@ func TestReadLogOptions(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A line far longer than what is held back (16 KiB partial chunks, no newline for 300 KiB) is
+// printed whole with Tail too, from the two passes' streaming, never collected in memory.
+func TestReadLogTailOfLongLines(t *testing.T) {
+	path := logPath(t)
+	chunk := strings.Repeat("a", 16<<10)
+	lines := []string{ts(0) + " stdout F before\n"}
+	for i := 0; i < 300/16; i++ {
+		lines = append(lines, ts(1)+" stdout P "+chunk+"\n")
+	}
+	lines = append(lines, ts(2)+" stdout F end\n", ts(3)+" stdout F after\n", ts(4)+" stdout P "+chunk+"\n")
+	writeRaw(t, path, lines...)
+	long := strings.Repeat(chunk, 300/16) + "end"
+	for _, tc := range []struct {
+		tail int64
+		want string
+	}{
+		{1, chunk},                      // the unfinished last line
+		{2, "after\n" + chunk},          // and the one before
+		{3, long + "\nafter\n" + chunk}, // the long one whole
+		{-1, "before\n" + long + "\nafter\n" + chunk},
+	} {
+		got := readAll(t, path, ReadOptions{Tail: tc.tail})
+		if got != tc.want {
+			t.Errorf("tail %d: got %d bytes (%.40q...), want %d", tc.tail, len(got), got, len(tc.want))
+		}
 	}
 }
 
