@@ -1149,6 +1149,81 @@ func (a *agent) rssKiB() int {
 	return 0
 }
 
+// kill -9 of the agent while pods terminate: one pod's manifest removed, another's edited (a
+// new pod of the same name), both with containers that ignore SIGTERM and a 10 s grace period.
+// The restarted agent finishes both terminations (the grace counted again from its start, as
+// the kubelet's for a pod it finds running but no longer wanted), never starts the removed pod
+// again, and starts the edited one only once the old one is gone: never two of one name.
+func TestChaosKill9DuringTermination(t *testing.T) {
+	a := startAgent(t, "pk-chaos-term")
+	stateDir := filepath.Join(env.Dir, "state")
+	stubborn := `trap "" TERM; sleep 3600 & wait`
+	a.write("gone.yaml", podYAML("gone", "Always", 10, "", shContainer("c", stubborn, "")))
+	a.write("edited.yaml", podYAML("edited", "Always", 10, "", shContainer("c", stubborn, "")))
+	pods := a.waitAllRunning(time.Minute, []string{"gone-" + node, "edited-" + node})
+	oldEdited := string(pods["edited-"+node].UID)
+	goneUID := string(pods["gone-"+node].UID)
+	a.remove("gone.yaml")
+	a.write("edited.yaml", podYAML("edited", "Always", 10, "", shContainer("c", stubborn, "    env:\n    - name: GEN\n      value: \"2\"\n")))
+	a.eventually(20*time.Second, "both terminating", func() (bool, string) {
+		ps, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		term := 0
+		for _, p := range ps {
+			if p.DeletionTimestamp != nil {
+				term++
+			}
+		}
+		return term >= 2, fmt.Sprintf("%d terminating", term)
+	})
+	time.Sleep(2 * time.Second) // SIGTERM sent and ignored
+	a.kill9()
+	killed := time.Now()
+	a.start()
+	// Until the old pods are gone: never a new instance of the removed pod, never the new
+	// edited pod running beside the old one.
+	var goneAfter, editedAfter time.Duration
+	a.eventually(60*time.Second, "old pods gone, the edited one Running", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		oldRunning, newRunning, goneRunning := false, false, false
+		for id, c := range au.containers {
+			if c.Labels[pkruntime.LabelKind] != string(podrunner.KindApp) || !au.running[id] {
+				continue
+			}
+			switch uid := c.Labels[pkruntime.LabelPodUID]; {
+			case uid == goneUID:
+				goneRunning = true
+				if c.Labels[pkruntime.LabelAttempt] != "0" {
+					t.Errorf("the removed pod was started again: %s", id)
+				}
+			case uid == oldEdited:
+				oldRunning = true
+			case c.Labels[pkruntime.LabelPodName] == "edited-"+node:
+				newRunning = true
+			}
+		}
+		if oldRunning && newRunning {
+			t.Errorf("the edited pod's new instance runs beside the old one")
+		}
+		if !goneRunning && goneAfter == 0 {
+			goneAfter = time.Since(killed)
+		}
+		if newRunning && editedAfter == 0 {
+			editedAfter = time.Since(killed)
+		}
+		return !goneRunning && !oldRunning && newRunning, fmt.Sprintf("removed pod running %v, old edited %v, new edited %v", goneRunning, oldRunning, newRunning)
+	})
+	pods = a.waitAllRunning(time.Minute, []string{"edited-" + node})
+	if got := envOf(ptr(pods["edited-"+node]), "GEN"); got != "2" {
+		t.Errorf("edited pod runs GEN=%q, want the edited file's 2", got)
+	}
+	checkNothingLost(t, a, stateDir, pods)
+	chaosLog(t, "agent killed 2 s into two terminations (grace 10 s, SIGTERM ignored): the removed pod gone %v after the kill, the edited pod's new instance Running %v after it, never beside the old one; no leaks: %v",
+		goneAfter.Round(time.Millisecond), editedAfter.Round(time.Millisecond), !t.Failed())
+}
+
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
 // random; the agent converges to exactly the final files and leaves no old instance behind.
 func TestChaosManifestStorm(t *testing.T) {
