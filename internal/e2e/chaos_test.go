@@ -597,19 +597,12 @@ func TestChaosContainerdRestart(t *testing.T) {
 	samePIDs(t, pidsOf(before), pidsOf(after), "containerd restart")
 
 	// The agent is reconnected: it sees an exit and restarts the container.
-	p := pods[names[0]]
-	pid := a.runningPID(string(p.UID), "c")
-	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	a.waitPod(time.Minute, names[0], "restarted after the reconnect", func(p *corev1.Pod) bool {
-		return running(p) && status(p, "c").RestartCount == 1
-	})
+	a.killOnceRestarted(pods[names[0]], "restarted after the reconnect")
 
 	// A container that exits while containerd is down is restarted once containerd is back. The
 	// outage outlasts the shim's retries of its exit event (about 15 s in containerd 1.6), so the
 	// event is lost and the restart comes from the agent re-reading every pod on reconnect.
-	pid = a.runningPID(string(pods[names[1]].UID), "c") // (read from containerd)
+	pid := a.runningPID(string(pods[names[1]].UID), "c") // (read from containerd)
 	m.Stop()
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -702,20 +695,25 @@ func TestChaosManagedContainerdKill9(t *testing.T) {
 	samePIDs(t, pidsOf(au), pidsOf(after), "containerd kill -9 at steady state")
 
 	// Exits are seen again: a killed container is restarted.
-	p := pods[names[0]]
-	pid := a.runningPID(string(p.UID), "c")
-	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	a.waitPod(time.Minute, names[0], "restarted after containerd came back", func(p *corev1.Pod) bool {
-		return running(p) && status(p, "c").RestartCount == 1
-	})
+	a.killOnceRestarted(pods[names[0]], "restarted after containerd came back")
 	b, _ := os.ReadFile(filepath.Join(a.dir, "agent.log"))
 	if got := strings.Count(string(b), "managed containerd exited; starting it again"); got != 2 {
 		t.Errorf("the agent logged %d restarts of its containerd, want 2", got)
 	}
 	chaosLog(t, "steady state: containerd killed again and started again; %d pods, %d task PIDs unchanged, 0 restarts, no leaks; a container killed afterwards restarted: %v",
 		len(pods), len(after.tasks), !t.Failed())
+}
+
+// killOnceRestarted kills (SIGKILL) container c of p, which has not restarted yet, and waits
+// until the agent has restarted it (restartCount 1, Running).
+func (a *agent) killOnceRestarted(p corev1.Pod, why string) {
+	a.t.Helper()
+	if err := syscall.Kill(int(a.runningPID(string(p.UID), "c")), syscall.SIGKILL); err != nil {
+		a.t.Fatal(err)
+	}
+	a.waitPod(time.Minute, p.Name, why, func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
 }
 
 // managedContainerdPID is the PID of the containerd the agent runs as its child (0: none).
