@@ -1222,6 +1222,97 @@ func TestChaosKill9DuringTermination(t *testing.T) {
 		goneAfter.Round(time.Millisecond), editedAfter.Round(time.Millisecond), !t.Failed())
 }
 
+// Disk full under containerd (its root on a small tmpfs, filled): the running pods keep running
+// and the agent keeps answering; a container that exits meanwhile, and a new pod, cannot be
+// created and wait (tried again with back-off); once space returns both run, and what the failed
+// creates began (snapshots, containers) is not left behind.
+func TestChaosContainerdDiskFull(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "pkc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "pkdiskfull", root).Run(); err != nil {
+		t.Fatalf("mount a tmpfs for containerd's root: %v", err)
+	}
+	cfg := pkruntime.ManagedConfig{
+		Address: filepath.Join(dir, "c.sock"), Root: root, State: filepath.Join(dir, "state"),
+		LogFile: filepath.Join(dir, "containerd.log"), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	m, err := pkruntime.StartManaged(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(); testenv.UnmountUnder(cfg.State); testenv.UnmountUnder(dir); os.RemoveAll(dir) })
+	a := startAgentAt(t, "pk-chaos-full", cfg.Address) // cleaned up before containerd stops
+	names := a.writeN("f", 3)
+	pods := a.waitAllRunning(time.Minute, names)
+	before := takeAudit(t, cfg.Address, cfg.State, a.ns)
+
+	filler := filepath.Join(root, "filler")
+	out, _ := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").CombinedOutput()
+	if !strings.Contains(string(out), "No space left") {
+		t.Fatalf("dd did not fill containerd's root: %s", out)
+	}
+	victim := pods[names[0]]
+	if err := syscall.Kill(int(a.runningPID(string(victim.UID), "c")), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.write("late.yaml", chaosPod("late", ""))
+	time.Sleep(8 * time.Second) // attempts fail meanwhile
+	ps, err := a.pods()
+	if err != nil {
+		t.Fatalf("API while containerd's disk is full: %v", err)
+	}
+	var states []string
+	for _, p := range ps {
+		for _, cs := range p.Status.ContainerStatuses {
+			st := "running"
+			switch {
+			case cs.State.Waiting != nil:
+				st = "waiting " + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+			case cs.State.Terminated != nil:
+				st = fmt.Sprintf("terminated %d", cs.State.Terminated.ExitCode)
+			}
+			states = append(states, p.Name+" "+st)
+		}
+	}
+	for _, st := range states {
+		if strings.HasPrefix(st, "f-0-") || strings.HasPrefix(st, "late-") {
+			// As the kubelet's when its CRI's CreateContainer fails.
+			if !strings.Contains(st, "waiting CreateContainerError: failed to create containerd container: ") || !strings.Contains(st, "no space left on device") {
+				t.Errorf("while full: %s; want waiting CreateContainerError with containerd's words", st)
+			}
+		}
+	}
+	during := takeAudit(t, cfg.Address, cfg.State, a.ns)
+	for id, pid := range before.tasks {
+		if c := before.containers[id]; c.Labels[pkruntime.LabelPodUID] == string(victim.UID) {
+			continue
+		}
+		if during.tasks[id] != pid {
+			t.Errorf("task %s: PID %d before the disk filled, %d while full", id, pid, during.tasks[id])
+		}
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	all := append(slices.Clone(names), "late-"+node)
+	pods = a.waitAllRunning(2*time.Minute, all)
+	took := time.Since(freed)
+	if n := status(ptr(pods[names[0]]), "c").RestartCount; n != 1 {
+		t.Errorf("the killed container: restartCount %d once space returned, want 1", n)
+	}
+	au := checkNothingLost(t, a, cfg.State, pods)
+	chaosLog(t, "containerd's root full (64 MiB tmpfs): 2 pods untouched, a killed container and a new pod waited (%s); space back: both Running %v later, %d tasks, no leaks: %v",
+		strings.Join(states, "; "), took.Round(time.Millisecond), len(au.tasks), !t.Failed())
+}
+
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
 // random; the agent converges to exactly the final files and leaves no old instance behind.
 func TestChaosManifestStorm(t *testing.T) {

@@ -670,7 +670,9 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		containerd.WithNewSpec(specOpts...),
 	)
 	if err != nil {
-		return podrunner.ContainerRecord{}, fmt.Errorf("create container %s: %w", id, err)
+		// containerd's own failure (a full disk under its metadata or snapshots): as the CRI's
+		// CreateContainer failing, CreateContainerError with its words.
+		return podrunner.ContainerRecord{}, &podrunner.CreateError{Err: err}
 	}
 	r.remember(id, string(pod.UID))
 	rec := recordFromLabels(id, labels)
