@@ -234,3 +234,36 @@ func readTrimmed(t *testing.T, path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// --max-pods: a pod beyond it is rejected as the kubelet rejects it (Failed, OutOfpods, a
+// Warning event), the admitted pods are untouched, and, unlike the kubelet, the rejected pod
+// starts on its own once a pod is removed and there is room.
+func TestAdmissionMaxPodsThenRoom(t *testing.T) {
+	a := startAgentAt(t, "pk-e2e-maxpods", env.Address, "--max-pods", "3")
+	for i := 0; i < 3; i++ {
+		a.write(fmt.Sprintf("m-%d.yaml", i), podYAML(fmt.Sprintf("m-%d", i), "Always", 1, "", shContainer("c", "sleep 3600", "")))
+	}
+	first := a.waitAllRunning(time.Minute, []string{"m-0-e2e", "m-1-e2e", "m-2-e2e"})
+	a.write("m-3.yaml", podYAML("m-3", "Always", 1, "", shContainer("c", "sleep 3600", "")))
+	p := a.waitPod(30*time.Second, "m-3-e2e", "rejected", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if p.Status.Reason != "OutOfpods" || !strings.Contains(p.Status.Message, "Node didn't have enough resource: pods") {
+		t.Errorf("rejected pod: reason %q, message %q; want OutOfpods and the kubelet's message", p.Status.Reason, p.Status.Message)
+	}
+	a.waitEvent(10*time.Second, "OutOfpods")
+	pods, err := a.pods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]corev1.Pod{}
+	for _, q := range pods {
+		if _, ok := first[q.Name]; ok && q.Status.Phase == corev1.PodRunning {
+			running[q.Name] = q
+		}
+	}
+	if len(running) != 3 {
+		t.Fatalf("%d of the 3 admitted pods running beside the rejected one", len(running))
+	}
+	noRestarts(t, running, "beside the rejected pod")
+	a.remove("m-0.yaml")
+	a.waitAllRunning(time.Minute, []string{"m-1-e2e", "m-2-e2e", "m-3-e2e"})
+}
