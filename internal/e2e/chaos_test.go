@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -800,6 +801,120 @@ func TestChaosShimKill9(t *testing.T) {
 	}
 	chaosLog(t, "%d pods of 2 containers; one pod's shim killed: its 2 containers Running again (restartCount 1) after %v, Ready after %v; %d tasks of the other pods unchanged, 0 restarts, %d shims, no leaks: %v",
 		n, back.Round(time.Millisecond), ready.Round(time.Millisecond), len(others), n, !t.Failed())
+}
+
+// Tasks gone while the agent is down: (1) the shims of two pods killed (an Always pod and a
+// restartPolicy Never one), (2) then, as a reboot does, a Never pod's task killed and deleted and
+// every pinned namespace unmounted. The restarted agent, which saw none of it, reads each
+// container its mark says had started as exited (255, Unknown, as containerd's CRI records a
+// task it lost): the Always pod restarts (restartCount 1) in its sandbox, the Never pods end
+// Failed and never run again, a completed Never pod stays Succeeded. Before the marks, each was
+// run again as the same instance (restartCount 0), the Never ones a second time.
+func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
+	a := startAgent(t, "pk-chaos-gone")
+	stateDir := filepath.Join(env.Dir, "state")
+	a.write("always.yaml", podYAML("always", "Always", 1, "", shContainer("c", chaosSleeper, "")))
+	a.write("never.yaml", podYAML("never", "Never", 1, "", shContainer("c", chaosSleeper, "")))
+	a.write("done.yaml", podYAML("done", "Never", 1, "", shContainer("c", "echo hi", "")))
+	a.waitPod(time.Minute, "done-"+node, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	pods := map[string]corev1.Pod{}
+	for _, name := range []string{"always-" + node, "never-" + node} {
+		pods[name] = *a.waitPod(time.Minute, name, "Running", running)
+	}
+	a.waitRanMarks(stateDir, 3) // done's too: it started
+
+	// (1) Shims killed while the agent is down; containerd cleans up after them.
+	a.kill9()
+	a.killPodShim(string(pods["always-"+node].UID))
+	a.killPodShim(string(pods["never-"+node].UID))
+	a.eventually(30*time.Second, "containerd has deleted the dead shims' tasks", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.tasks)+len(au.stopped) == 0, fmt.Sprintf("%d tasks", len(au.tasks)+len(au.stopped))
+	})
+	a.start()
+	always := a.waitPod(time.Minute, "always-"+node, "restarted (restartCount 1)", func(p *corev1.Pod) bool {
+		return running(p) && status(p, "c").RestartCount == 1
+	})
+	// containerd may clean up after a dead shim only once asked about it, after the agent is
+	// back: then the exit event (137) comes too and is used; else 255 Unknown.
+	lostCode := func(c int32) bool { return c == 137 || c == 255 }
+	if lt := status(always, "c").LastTerminationState.Terminated; lt == nil || !lostCode(lt.ExitCode) {
+		t.Errorf("always: lastState %+v, want terminated 137 (event) or 255 (Unknown)", lt)
+	}
+	never := a.waitPod(time.Minute, "never-"+node, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if st := status(never, "c"); st.State.Terminated == nil || !lostCode(st.State.Terminated.ExitCode) || st.RestartCount != 0 {
+		t.Errorf("never: %+v restartCount %d, want terminated 137 or 255, 0 restarts", st.State, st.RestartCount)
+	}
+
+	// (2) A reboot: a Never pod's task and every pin gone while the agent is down.
+	a.write("rebooted.yaml", podYAML("rebooted", "Never", 1, "", shContainer("c", chaosSleeper, "")))
+	rb := a.waitPod(time.Minute, "rebooted-"+node, "Running", running)
+	a.waitRanMarks(stateDir, 5) // (always has two instances now)
+	a.kill9()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := containerd.New(a.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	nctx := namespaces.WithNamespace(ctx, a.ns)
+	for _, r := range a.records(string(rb.UID)) {
+		if tk, err := cl.TaskService().Get(nctx, &tasksapi.GetRequest{ContainerID: r.ID}); err == nil && tk.Process != nil {
+			_ = syscall.Kill(int(tk.Process.Pid), syscall.SIGKILL) // this test's container
+		}
+	}
+	a.eventually(30*time.Second, "the rebooted pod's task stopped", func() (bool, string) {
+		au := takeAudit(t, a.address, stateDir, a.ns)
+		return len(au.tasks) == 1, fmt.Sprintf("%d running tasks (want the always pod's only)", len(au.tasks))
+	})
+	for _, r := range a.records(string(rb.UID)) {
+		_, _ = cl.TaskService().Delete(nctx, &tasksapi.DeleteTaskRequest{ContainerID: r.ID})
+	}
+	unmountPins(t, a)
+	a.start()
+	rb = a.waitPod(time.Minute, "rebooted-"+node, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if st := status(rb, "c"); st.State.Terminated == nil || st.State.Terminated.ExitCode != 255 || st.RestartCount != 0 {
+		t.Errorf("rebooted: %+v restartCount %d, want terminated 255, 0 restarts", st.State, st.RestartCount)
+	}
+	time.Sleep(2 * time.Second)
+	for name, uid := range map[string]string{"never": string(never.UID), "rebooted": string(rb.UID)} {
+		if r, ok := podrunner.NewPodView(a.records(uid)).Latest("c"); !ok || r.Attempt != 0 || r.State == podrunner.StateRunning {
+			t.Errorf("%s: latest instance %+v, want attempt 0, not running (never run again)", name, r)
+		}
+	}
+	done, err := a.pods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range done {
+		if p.Name == "done-"+node && p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("done: phase %s after the restarts, want Succeeded", p.Status.Phase)
+		}
+	}
+	// Nothing left of the ended pods once their files go.
+	for _, f := range []string{"never.yaml", "done.yaml", "rebooted.yaml"} {
+		a.remove(f)
+	}
+	pods = a.waitAllRunning(time.Minute, []string{"always-" + node})
+	checkNothingLost(t, a, stateDir, pods)
+	chaosLog(t, "shims of an Always and a Never pod killed while the agent was down: restartCount 1 (lastState %d) and Failed (%d, not run again); a Never pod's task and pins gone as in a reboot: Failed (%d), not run again; a completed Never pod still Succeeded; no leaks: %v",
+		exitOf(corev1.ContainerStatus{State: status(always, "c").LastTerminationState}), exitOf(status(never, "c")), exitOf(status(rb, "c")), !t.Failed())
+}
+
+// waitRanMarks waits until n containers of the agent's namespace carry the started mark.
+func (a *agent) waitRanMarks(stateDir string, n int) {
+	a.t.Helper()
+	a.eventually(30*time.Second, fmt.Sprintf("%d containers marked as started", n), func() (bool, string) {
+		au := takeAudit(a.t.(*testing.T), a.address, stateDir, a.ns)
+		marked := 0
+		for _, c := range au.containers {
+			if c.Labels[pkruntime.LabelRan] == "true" {
+				marked++
+			}
+		}
+		return marked >= n, fmt.Sprintf("%d marked", marked)
+	})
 }
 
 // killPodShim kills (kill -9) the runc shim of pod uid: the one started for one of its

@@ -96,6 +96,9 @@ type Runtime struct {
 	bundles string             // containerd's task bundle dir of the namespace, once found (bundlesDir)
 	// exitsSeen: exits the event stream reported, until recorded (losttask.go).
 	exitsSeen map[string]seenExit
+	// ranPending: started containers whose LabelRan is still to be written (ranmark.go).
+	ranPending []string
+	ranWake    chan struct{}
 
 	shimSweepPending bool // sweepShimsSoon
 	shimResweeps     int  // sweepIdleShims: sweeps in a row that found a shim of a removed pod
@@ -154,6 +157,8 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.gcSnapshots(ctx)
 	go r.watchExits(ctx)
 	go r.sweepShimsPeriodically(ctx)
+	r.ranWake = make(chan struct{}, 1)
+	go r.writeRanMarks(ctx)
 	return r, nil
 }
 
@@ -738,9 +743,13 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 	// As containerd's CRI, the container started when its task's start returned.
 	if at, late := restampStart(parseTime(labels[LabelStartedAt]), time.Now()); late {
 		labels[LabelStartedAt] = formatTime(at)
-		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
+		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt], LabelRan: "true"}); err == nil {
 			rec.StartedAt = at
+		} else {
+			r.markRanLater(id)
 		}
+	} else {
+		r.markRanLater(id)
 	}
 	r.mu.Lock()
 	r.running[id] = tio
@@ -1178,13 +1187,17 @@ func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task c
 	if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil {
 		createdAt = info.CreatedAt
 	}
-	code, at, reason, lost := r.lostTaskExit(c.ID(), createdAt, time.Now())
+	ran := labels[LabelRan] == "true"
+	code, at, reason, lost := r.lostTaskExit(c.ID(), createdAt, ran, time.Now())
 	if !lost {
 		return labels, nil
 	}
-	if reason == lostExitReason { // its event may still be on its way
+	r.mu.Lock()
+	_, ours := r.running[c.ID()]
+	r.mu.Unlock()
+	if reason == lostExitReason && ours { // its event may still be on its way
 		r.awaitExitEvent(ctx, c.ID(), createdAt)
-		code, at, reason, _ = r.lostTaskExit(c.ID(), createdAt, time.Now())
+		code, at, reason, _ = r.lostTaskExit(c.ID(), createdAt, ran, time.Now())
 	}
 	if labels, err = r.writeExit(ctx, c, labels, code, at, reason); err != nil {
 		return nil, err
@@ -1392,7 +1405,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 		if tp == nil && c.Labels[LabelNoProcess] == "true" {
 			rec = processlessSandbox(rec, c.Labels, pinsAlive)
 		} else if tp == nil && !rec.ExitRecorded {
-			if code, at, reason, lost := r.lostTaskExit(c.ID, c.CreatedAt, time.Now()); lost {
+			if code, at, reason, lost := r.lostTaskExit(c.ID, c.CreatedAt, c.Labels[LabelRan] == "true", time.Now()); lost {
 				// Its task is gone unrecorded (its shim died): exited; the worker records it.
 				rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = podrunner.StateExited, code, at, reason
 				rec.TaskLost = true

@@ -12,9 +12,11 @@ import (
 // one whose task was never created, which the worker would create again as the same instance:
 // the run lost from the restart count and lastState, and a restartPolicy Never container run a
 // second time. The runtime remembers the exits the event stream reported until they are
-// recorded, and which tasks it started or re-attached (running), so that a container of either
-// kind with no task reads as exited: with the event's status, else (the event missed, the task
-// ours) as containerd's CRI records a task it lost, exit code 255, reason Unknown.
+// recorded, which tasks it started or re-attached (running), and marks every container whose
+// task started (LabelRan, ranmark.go), so that a container of any of these kinds with no task
+// reads as exited: with the event's status, else (the event missed, or the agent down when the
+// task went: a dead shim, a reboot) as containerd's CRI records a task it lost, exit code 255,
+// reason Unknown.
 
 // seenExit is an exit a /tasks/exit event reported.
 type seenExit struct {
@@ -51,15 +53,16 @@ func (r *Runtime) forgetExit(id string) {
 	r.mu.Unlock()
 }
 
-// lostTaskExit is the exit to record for container id (created at createdAt), which has no task
-// in containerd and no recorded exit, and whether it ran at all (ok false: a container whose task
-// was never made, as after a create interrupted by a kill -9 of the agent).
-func (r *Runtime) lostTaskExit(id string, createdAt, now time.Time) (code int32, at time.Time, reason string, ok bool) {
+// lostTaskExit is the exit to record for container id (created at createdAt; ran: it carries
+// LabelRan), which has no task in containerd and no recorded exit, and whether it ran at all (ok
+// false: a container whose task was never made, as after a create interrupted by a kill -9 of
+// the agent, or one that ended before its mark was written).
+func (r *Runtime) lostTaskExit(id string, createdAt time.Time, ran bool, now time.Time) (code int32, at time.Time, reason string, ok bool) {
 	r.mu.Lock()
 	ex, seen := r.exitsSeen[id]
 	_, ours := r.running[id]
 	r.mu.Unlock()
-	return lostExit(ex, seen, ours, createdAt, now)
+	return lostExit(ex, seen, ours || ran, createdAt, now)
 }
 
 // lostExitEventWait is how long recordExit waits for the exit event of a task of its own that
@@ -82,10 +85,10 @@ func (r *Runtime) awaitExitEvent(ctx context.Context, id string, createdAt time.
 }
 
 // lostExit decides lostTaskExit: the event's exit when one was seen since the container's
-// creation, else the unknown exit when the task was this runtime's, else none. An exit from
-// before the creation is of an earlier container of the same ID (a create retried as the same
-// instance), whose event came after that container's removal.
-func lostExit(ex seenExit, seen, ours bool, createdAt, now time.Time) (code int32, at time.Time, reason string, ok bool) {
+// creation, else the unknown exit when its task is known to have started (this runtime's, or
+// marked), else none. An exit from before the creation is of an earlier container of the same
+// ID (a create retried as the same instance), whose event came after that container's removal.
+func lostExit(ex seenExit, seen, started bool, createdAt, now time.Time) (code int32, at time.Time, reason string, ok bool) {
 	if seen && !createdAt.IsZero() && !ex.at.IsZero() && ex.at.Before(createdAt) {
 		seen = false
 	}
@@ -96,7 +99,7 @@ func lostExit(ex seenExit, seen, ours bool, createdAt, now time.Time) (code int3
 			at = now
 		}
 		return int32(ex.code), at, exitReason(int32(ex.code)), true
-	case ours:
+	case started:
 		return lostExitCode, now, lostExitReason, true
 	default:
 		return 0, time.Time{}, "", false
