@@ -1376,33 +1376,39 @@ func TestChaosContainerdDiskFull(t *testing.T) {
 	if err := syscall.Kill(int(a.runningPID(string(victim.UID), "c")), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	a.write("late.yaml", chaosPod("late", ""))
-	time.Sleep(8 * time.Second) // attempts fail meanwhile
-	ps, err := a.pods()
-	if err != nil {
-		t.Fatalf("API while containerd's disk is full: %v", err)
-	}
-	var states []string
-	for _, p := range ps {
-		for _, cs := range p.Status.ContainerStatuses {
-			st := "running"
-			switch {
-			case cs.State.Waiting != nil:
-				st = "waiting " + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
-			case cs.State.Terminated != nil:
-				st = fmt.Sprintf("terminated %d", cs.State.Terminated.ExitCode)
-			}
-			states = append(states, p.Name+" "+st)
+	// containerd's metadata database reuses its free pages first: a create fails only once it
+	// must grow. New pods are written, one every 500 ms (10 at most), until one fails so.
+	var lates, states []string
+	a.eventually(30*time.Second, "a create failing for the full disk", func() (bool, string) {
+		if len(lates) < 10 {
+			name := fmt.Sprintf("late-%d", len(lates))
+			a.write(name+".yaml", chaosPod(name, ""))
+			lates = append(lates, name+"-"+node)
 		}
-	}
-	for _, st := range states {
-		if strings.HasPrefix(st, "f-0-") || strings.HasPrefix(st, "late-") {
-			// As the kubelet's when its CRI's CreateContainer fails.
-			if !strings.Contains(st, "waiting CreateContainerError: failed to create containerd container: ") || !strings.Contains(st, "no space left on device") {
-				t.Errorf("while full: %s; want waiting CreateContainerError with containerd's words", st)
+		time.Sleep(500 * time.Millisecond)
+		ps, err := a.pods()
+		if err != nil {
+			t.Fatalf("API while containerd's disk is full: %v", err)
+		}
+		states = nil
+		failed := false
+		for _, p := range ps {
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && w.Reason != "ContainerCreating" && w.Reason != "" {
+					states = append(states, p.Name+" waiting "+w.Reason+": "+w.Message)
+					if !strings.Contains(w.Message, "no space left on device") {
+						continue // (CrashLoopBackOff of the killed container, between attempts)
+					}
+					// As the kubelet's when its CRI's CreateContainer fails.
+					if w.Reason != "CreateContainerError" || !strings.HasPrefix(w.Message, "failed to create containerd container: ") {
+						t.Errorf("while full: %s waits as %s (%s); want CreateContainerError with containerd's words", p.Name, w.Reason, w.Message)
+					}
+					failed = true
+				}
 			}
 		}
-	}
+		return failed, strings.Join(states, "; ")
+	})
 	during := takeAudit(t, cfg.Address, cfg.State, a.ns)
 	for id, pid := range before.tasks {
 		if c := before.containers[id]; c.Labels[pkruntime.LabelPodUID] == string(victim.UID) {
@@ -1417,15 +1423,15 @@ func TestChaosContainerdDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	freed := time.Now()
-	all := append(slices.Clone(names), "late-"+node)
+	all := append(slices.Clone(names), lates...)
 	pods = a.waitAllRunning(2*time.Minute, all)
 	took := time.Since(freed)
 	if n := status(ptr(pods[names[0]]), "c").RestartCount; n != 1 {
 		t.Errorf("the killed container: restartCount %d once space returned, want 1", n)
 	}
 	au := checkNothingLost(t, a, cfg.State, pods)
-	chaosLog(t, "containerd's root full (64 MiB tmpfs): 2 pods untouched, a killed container and a new pod waited (%s); space back: both Running %v later, %d tasks, no leaks: %v",
-		strings.Join(states, "; "), took.Round(time.Millisecond), len(au.tasks), !t.Failed())
+	chaosLog(t, "containerd's root full (64 MiB tmpfs): 2 pods untouched; a container killed and %d pods written, creates failing once the metadata had to grow (%s); space back: all Running %v later, %d tasks, no leaks: %v",
+		len(lates), strings.Join(states, "; "), took.Round(time.Millisecond), len(au.tasks), !t.Failed())
 }
 
 // Manifest storm: many edits (each a new pod identity) across 20 files in a few seconds, at
