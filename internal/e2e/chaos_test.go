@@ -26,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -506,14 +505,7 @@ func TestChaosReboot(t *testing.T) {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].ID() < cs[j].ID() })
 	deleted := 0
 	for i, c := range cs {
-		if tk, err := c.Task(nctx, nil); err == nil {
-			ch, _ := tk.Wait(nctx)
-			_ = tk.Kill(nctx, syscall.SIGKILL)
-			<-ch
-			if _, err := tk.Delete(nctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		endTask(t, nctx, c)
 		if i%2 == 0 {
 			if err := c.Delete(nctx, containerd.WithSnapshotCleanup); err != nil {
 				t.Fatal(err)
@@ -527,6 +519,22 @@ func TestChaosReboot(t *testing.T) {
 	au := checkNothingLost(t, a, stateDir, pods)
 	chaosLog(t, "%d pods, %d containers: all tasks removed, %d pinned namespaces unmounted, %d containers deleted while the agent was down; after its start %d/%d pods Running, %d tasks, no leaks: %v",
 		n, len(cs), unpinned, deleted, len(pods), n, len(au.tasks), !t.Failed())
+}
+
+// endTask kills container c's task, if it has one, waits for its exit and deletes it, as a
+// reboot takes it.
+func endTask(t *testing.T, ctx context.Context, c containerd.Container) {
+	t.Helper()
+	tk, err := c.Task(ctx, nil)
+	if err != nil {
+		return
+	}
+	ch, _ := tk.Wait(ctx)
+	_ = tk.Kill(ctx, syscall.SIGKILL)
+	<-ch
+	if _, err := tk.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // unmountPins unmounts every namespace pinned under the agent's root and netns dirs (as a reboot
@@ -860,16 +868,9 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	defer cl.Close()
 	nctx := namespaces.WithNamespace(ctx, a.ns)
 	for _, r := range a.records(string(rb.UID)) {
-		if tk, err := cl.TaskService().Get(nctx, &tasksapi.GetRequest{ContainerID: r.ID}); err == nil && tk.Process != nil {
-			_ = syscall.Kill(int(tk.Process.Pid), syscall.SIGKILL) // this test's container
+		if c, err := cl.LoadContainer(nctx, r.ID); err == nil {
+			endTask(t, nctx, c)
 		}
-	}
-	a.eventually(30*time.Second, "the rebooted pod's task stopped", func() (bool, string) {
-		au := takeAudit(t, a.address, stateDir, a.ns)
-		return len(au.tasks) == 1, fmt.Sprintf("%d running tasks (want the always pod's only)", len(au.tasks))
-	})
-	for _, r := range a.records(string(rb.UID)) {
-		_, _ = cl.TaskService().Delete(nctx, &tasksapi.DeleteTaskRequest{ContainerID: r.ID})
 	}
 	unmountPins(t, a)
 	a.start()

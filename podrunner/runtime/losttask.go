@@ -74,11 +74,8 @@ const lostExitEventWait = 2 * time.Second
 func (r *Runtime) awaitExitEvent(ctx context.Context, id string, createdAt time.Time) {
 	deadline := time.Now().Add(lostExitEventWait)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		r.mu.Lock()
-		ex, seen := r.exitsSeen[id]
-		r.mu.Unlock()
-		if seen && (createdAt.IsZero() || ex.at.IsZero() || !ex.at.Before(createdAt)) {
-			return
+		if _, _, reason, _ := r.lostTaskExit(id, createdAt, true, time.Now()); reason != lostExitReason {
+			return // an event of this container's came
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
