@@ -34,6 +34,9 @@ type fakeRuntime struct {
 	recs     map[string]*ContainerRecord
 	calls    []fakeCall
 	pullErrs map[string]error
+	// pullHang: image refs whose pull waits until its context ends (a registry that stopped
+	// sending), then fails with the context's error.
+	pullHang map[string]bool
 	// startErrs: container name -> error StartContainer returns without keeping a record.
 	startErrs map[string]error
 	// sandboxHold, when set, keeps each CreateSandbox from returning (after its created callback)
@@ -51,6 +54,7 @@ func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		recs:      map[string]*ContainerRecord{},
 		pullErrs:  map[string]error{},
+		pullHang:  map[string]bool{},
 		startErrs: map[string]error{},
 		exits:     make(chan ExitEvent, 1000),
 	}
@@ -68,8 +72,18 @@ func (f *fakeRuntime) newIDLocked(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, f.nextID)
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error) {
+func (f *fakeRuntime) EnsureImage(ctx context.Context, ref string, policy corev1.PullPolicy, opts PullOptions) (ImageResult, error) {
 	f.mu.Lock()
+	if f.pullHang[ref] && policy == corev1.PullNever {
+		f.mu.Unlock()
+		return ImageResult{}, ImageNeverPull(ref) // not on the node
+	}
+	if f.pullHang[ref] {
+		f.recordLocked(fakeCall{Op: "EnsureImage", Name: ref})
+		f.mu.Unlock()
+		<-ctx.Done()
+		return ImageResult{}, fmt.Errorf("ErrImagePull: failed to pull and unpack image %q: %w", ref, ctx.Err())
+	}
 	defer f.mu.Unlock()
 	var secrets []string
 	for _, s := range opts.Secrets {

@@ -624,6 +624,34 @@ func TestManagerImagePullFailure(t *testing.T) {
 	}
 }
 
+// A pod removed while its image is being pulled from a registry that stopped sending goes at
+// once: the pull is ended (as the kubelet cancels a deleted pod's sync), and its end is no pull
+// failure (no Failed event, no back-off).
+func TestManagerRemovedPodEndsItsPull(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main")
+	pod.Spec.Containers[0].Image = "hang:1"
+	e.rt.mu.Lock()
+	e.rt.pullHang["hang:1"] = true
+	e.rt.mu.Unlock()
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	waitFor(t, "the pull under way", func() bool { return len(e.rt.Calls("EnsureImage")) == 1 })
+
+	e.m.Update(nil)
+	waitFor(t, "pod gone", func() bool {
+		return len(e.m.Pods()) == 0 && len(e.rt.CallsFor("RemovePodFiles", "uid-a")) == 1
+	})
+	for _, ev := range e.rec.Events("uid-a") {
+		if ev.Reason == ReasonFailed || ev.Reason == ReasonBackOff {
+			t.Errorf("event for an ended pull: %s %s", ev.Reason, ev.Message)
+		}
+	}
+	if n := len(e.rt.Calls("EnsureImage")); n != 1 {
+		t.Errorf("%d pulls, want 1", n)
+	}
+}
+
 // A start that fails before anything is kept (bad spec) waits with backoff as
 // CreateContainerConfigError; it never turns into a tight retry loop.
 func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {

@@ -36,6 +36,9 @@ type worker struct {
 	mu        sync.Mutex
 	desired   *corev1.Pod
 	terminate bool
+	// abortPull ends the image pull in flight, if any (ensureImage): a pod being removed or
+	// replaced must not wait for a pull from a registry that stopped answering.
+	abortPull context.CancelFunc
 
 	// Owned by the worker goroutine only.
 	startTime   time.Time
@@ -105,12 +108,34 @@ func (w *worker) setDesired(pod *corev1.Pod) {
 	w.mu.Unlock()
 }
 
-// stop moves the worker to terminating. Idempotent.
+// stop moves the worker to terminating, ending an image pull in flight (as the kubelet
+// cancels a pod's sync when it is deleted). Idempotent.
 func (w *worker) stop() {
 	w.mu.Lock()
 	w.terminate = true
+	if w.abortPull != nil {
+		w.abortPull()
+	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// pullContext is ctx for one image pull, ended by stop; done must be called when the pull returns.
+func (w *worker) pullContext(ctx context.Context) (pctx context.Context, done func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.terminate {
+		cancel()
+	} else {
+		w.abortPull = cancel
+	}
+	return pctx, func() {
+		w.mu.Lock()
+		w.abortPull = nil
+		w.mu.Unlock()
+		cancel()
+	}
 }
 
 func (w *worker) wake() {
@@ -644,12 +669,20 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	if present != nil {
 		img = *present
 	} else {
-		img, err = w.m.rt.EnsureImage(ctx, image, policy, PullOptions{
+		pctx, done := w.pullContext(ctx)
+		img, err = w.m.rt.EnsureImage(pctx, image, policy, PullOptions{
 			Secrets: secrets,
 			OnPull: func() {
 				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", image)
 			},
 		})
+		aborted := err != nil && pctx.Err() != nil && ctx.Err() == nil
+		done()
+		if aborted {
+			// Ended by stop: the pod goes; no pull failure to charge or report.
+			w.log.Info("image pull abandoned: the pod is being removed or replaced", "container", c.Name, "image", image)
+			return false, time.Now()
+		}
 	}
 	var ie *ImageError
 	if errors.As(err, &ie) {

@@ -73,6 +73,7 @@ func runCommand() *cli.Command {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "metrics-address", Usage: "serve Prometheus /metrics, /healthz and /readyz on this host:port (e.g. 127.0.0.1:10255); empty: off"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "registry-config-dir", Value: defaultRegistryConfigDir, Usage: "registry hosts in containerd's hosts.toml layout (<dir>/<host>/hosts.toml: mirrors, plain-HTTP registries, CAs)"}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "docker-config", Value: defaultDockerConfig, Usage: "docker config.json with node-wide registry credentials (read at every pull; may be missing)"}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "image-pull-progress-timeout", Value: runtime.DefaultPullProgressTimeout, Usage: "give up a pull (ErrImagePull, tried again after its back-off) when its registry requests bring no byte for this long, as containerd's CRI does; 0: wait for good"}),
 	}
 	flags = append(flags, resourceFlags()...)
 	flags = append(flags, evictionFlags()...)
@@ -237,21 +238,22 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	rt, err := runtime.Connect(ctx, runtime.Config{
-		Allocatable:       allocatable,
-		Cgroups:           cgroups,
-		Address:           address,
-		Namespace:         c.String("containerd-namespace"),
-		RootDir:           root,
-		PauseBinary:       pause,
-		AlwaysPause:       c.Bool("always-pause"),
-		Logger:            log,
-		RegistryConfigDir: c.String("registry-config-dir"),
-		DockerConfig:      c.String("docker-config"),
-		Network:           networkConfig(c, root),
-		MaxParallelStarts: c.Int("max-parallel-starts"),
-		LogMaxSize:        logMaxSize,
-		LogMaxFiles:       logMaxFiles,
-		LogLinksDir:       c.String("container-log-links-dir"),
+		Allocatable:         allocatable,
+		Cgroups:             cgroups,
+		Address:             address,
+		Namespace:           c.String("containerd-namespace"),
+		RootDir:             root,
+		PauseBinary:         pause,
+		AlwaysPause:         c.Bool("always-pause"),
+		Logger:              log,
+		RegistryConfigDir:   c.String("registry-config-dir"),
+		DockerConfig:        c.String("docker-config"),
+		PullProgressTimeout: pullProgressTimeout(c.Duration("image-pull-progress-timeout")),
+		Network:             networkConfig(c, root),
+		MaxParallelStarts:   c.Int("max-parallel-starts"),
+		LogMaxSize:          logMaxSize,
+		LogMaxFiles:         logMaxFiles,
+		LogLinksDir:         c.String("container-log-links-dir"),
 		DNS: runtime.DNSConfig{
 			ClusterDNS:    c.StringSlice("cluster-dns"),
 			ClusterDomain: c.String("cluster-domain"),
@@ -450,4 +452,12 @@ func containerLogRotation(c *cli.Context) (int64, int, error) {
 		return 0, 0, fmt.Errorf("--container-log-max-files must be at least 2 (the live file and a rotated one), not %d", n)
 	}
 	return q.Value(), n, nil
+}
+
+// pullProgressTimeout maps the flag (0: none) onto runtime.Config's (0: the default).
+func pullProgressTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

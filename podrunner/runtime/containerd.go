@@ -57,6 +57,9 @@ type Config struct {
 	// DockerConfig is a docker config.json with node-wide registry credentials; may be empty or
 	// missing. Read at every pull.
 	DockerConfig string
+	// PullProgressTimeout ends a pull whose registry requests bring no byte for this long (see
+	// PullStalledError); 0: DefaultPullProgressTimeout; negative: none.
+	PullProgressTimeout time.Duration
 	// MaxParallelStarts bounds the sandbox creations and container starts in flight at once
 	// (the others wait their turn; a container created ahead of its sandbox no longer counts
 	// while it waits for it); 0: DefaultMaxParallelStarts(); negative: no bound.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -164,8 +165,8 @@ func (r *Runtime) keyrings(secrets []*corev1.Secret) []Keyring {
 	return out
 }
 
-// resolver builds the registry resolver of one pull.
-func (r *Runtime) resolver(ctx context.Context, secrets []*corev1.Secret) remotes.Resolver {
+// resolver builds the registry resolver of one pull; watch, when not nil, counts its traffic.
+func (r *Runtime) resolver(ctx context.Context, secrets []*corev1.Secret, watch *pullWatch) remotes.Resolver {
 	rings := r.keyrings(secrets)
 	opts := config.HostOptions{
 		Credentials: func(host string) (string, string, error) {
@@ -180,15 +181,54 @@ func (r *Runtime) resolver(ctx context.Context, secrets []*corev1.Secret) remote
 	if dir := r.cfg.RegistryConfigDir; dir != "" {
 		opts.HostDir = config.HostDirFromRoot(dir)
 	}
+	if watch != nil {
+		opts.UpdateClient = func(c *http.Client) error {
+			c.Transport = watch.wrap(c.Transport)
+			return nil
+		}
+	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }
 
-// pull fetches and unpacks ref from its registry, reporting progress to opts.Progress.
+// pull fetches and unpacks ref from its registry, reporting progress to opts.Progress. A pull
+// whose registry stops sending ends after the progress timeout with a *PullStalledError.
 func (r *Runtime) pull(ctx context.Context, ref string, opts podrunner.PullOptions) (containerd.Image, error) {
+	var watch *pullWatch
+	if timeout := r.pullProgressTimeout(); timeout > 0 {
+		watch = newPullWatch()
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := watchPull(ctx, watch, timeout, cancel)
+		img, err := r.pullWith(ctx, ref, opts, watch)
+		stop()
+		// Ended by the watchdog, the pull's own error says only "context canceled".
+		var stalled *PullStalledError
+		if err != nil && errors.As(context.Cause(ctx), &stalled) {
+			return nil, stalled
+		}
+		return img, err
+	}
+	return r.pullWith(ctx, ref, opts, nil)
+}
+
+// pullProgressTimeout is Config.PullProgressTimeout with its default; 0: none.
+func (r *Runtime) pullProgressTimeout() time.Duration {
+	switch t := r.cfg.PullProgressTimeout; {
+	case t < 0:
+		return 0
+	case t == 0:
+		return DefaultPullProgressTimeout
+	default:
+		return t
+	}
+}
+
+func (r *Runtime) pullWith(ctx context.Context, ref string, opts podrunner.PullOptions, watch *pullWatch) (containerd.Image, error) {
 	ropts := []containerd.RemoteOpt{
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
-		containerd.WithResolver(r.resolver(ctx, opts.Secrets)),
+		containerd.WithResolver(r.resolver(ctx, opts.Secrets, watch)),
 	}
 	var tr *pullTracker
 	if opts.Progress != nil {
@@ -287,7 +327,7 @@ func (r *Runtime) PushImage(ctx context.Context, localRef, remoteRef string, opt
 	if err != nil {
 		return fmt.Errorf("push %s: %w", local, err)
 	}
-	if err := r.client.Push(ctx, remote, img.Target(), containerd.WithResolver(r.resolver(ctx, opts.Secrets))); err != nil {
+	if err := r.client.Push(ctx, remote, img.Target(), containerd.WithResolver(r.resolver(ctx, opts.Secrets, nil))); err != nil {
 		return fmt.Errorf("push %s: %w", remote, err)
 	}
 	return nil
