@@ -36,9 +36,11 @@ type worker struct {
 	mu        sync.Mutex
 	desired   *corev1.Pod
 	terminate bool
-	// abortPull ends the image pull in flight, if any (ensureImage): a pod being removed or
-	// replaced must not wait for a pull from a registry that stopped answering.
-	abortPull context.CancelFunc
+	// aborts end the long waits in flight (image pulls, a sandbox's creation: see abortable):
+	// a pod being removed or replaced must not wait for a registry that stopped sending or a
+	// CNI plugin that never returns.
+	aborts   map[int]context.CancelFunc
+	abortSeq int
 
 	// Owned by the worker goroutine only.
 	startTime   time.Time
@@ -108,35 +110,44 @@ func (w *worker) setDesired(pod *corev1.Pod) {
 	w.mu.Unlock()
 }
 
-// stop moves the worker to terminating, ending an image pull in flight (as the kubelet
-// cancels a pod's sync when it is deleted). Idempotent.
+// stop moves the worker to terminating, ending an image pull or a sandbox creation in flight
+// (as the kubelet cancels a pod's sync when it is deleted). Idempotent.
 func (w *worker) stop() {
 	w.mu.Lock()
 	w.terminate = true
-	if w.abortPull != nil {
-		w.abortPull()
+	for _, cancel := range w.aborts {
+		cancel()
 	}
 	w.mu.Unlock()
 	w.wake()
 }
 
-// pullContext is ctx for one image pull, ended by stop; done must be called when the pull returns.
-func (w *worker) pullContext(ctx context.Context) (pctx context.Context, done func()) {
-	pctx, cancel := context.WithCancel(ctx)
+// abortable is ctx for one long wait (an image pull, a sandbox's creation), ended by stop;
+// done must be called when the wait returns.
+func (w *worker) abortable(ctx context.Context) (actx context.Context, done func()) {
+	actx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.terminate {
 		cancel()
-	} else {
-		w.abortPull = cancel
+		return actx, cancel
 	}
-	return pctx, func() {
+	if w.aborts == nil {
+		w.aborts = map[int]context.CancelFunc{}
+	}
+	w.abortSeq++
+	id := w.abortSeq
+	w.aborts[id] = cancel
+	return actx, func() {
 		w.mu.Lock()
-		w.abortPull = nil
+		delete(w.aborts, id)
 		w.mu.Unlock()
 		cancel()
 	}
 }
+
+// errStopped marks a sandbox creation ended by stop: no failure to report.
+var errStopped = errors.New("ended: the pod is being removed or replaced")
 
 func (w *worker) wake() {
 	select {
@@ -436,6 +447,10 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, v PodView, plan P
 			}
 		}
 		if err := w.createSandbox(ctx, pod, v, plan.SandboxAttempt); err != nil {
+			if errors.Is(err, errStopped) {
+				w.log.Info("sandbox creation abandoned: the pod is being removed or replaced", "err", err)
+				return false, time.Now()
+			}
 			w.log.Warn("create sandbox", "err", err)
 			w.m.rec.Eventf(pod, "", EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return false, time.Now().Add(5 * time.Second)
@@ -487,8 +502,15 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, 
 	}
 	created := make(chan ContainerRecord, 1)
 	done := make(chan result, 1)
+	// Only the sandbox's own creation is ended by a stop (its CNI ADD may wait on a plugin that
+	// never returns); the containers started early wait for it and then see its failure.
+	sctx, endAbortable := w.abortable(ctx)
 	go func() {
-		rec, err := w.m.rt.CreateSandbox(ctx, pod, attempt, func(r ContainerRecord) { created <- r })
+		rec, err := w.m.rt.CreateSandbox(sctx, pod, attempt, func(r ContainerRecord) { created <- r })
+		if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (%v)", errStopped, err)
+		}
+		endAbortable()
 		done <- result{rec, err}
 	}()
 	var res *result
@@ -669,7 +691,7 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	if present != nil {
 		img = *present
 	} else {
-		pctx, done := w.pullContext(ctx)
+		pctx, done := w.abortable(ctx)
 		img, err = w.m.rt.EnsureImage(pctx, image, policy, PullOptions{
 			Secrets: secrets,
 			OnPull: func() {

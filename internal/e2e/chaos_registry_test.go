@@ -242,3 +242,58 @@ func TestChaosRegistryStall(t *testing.T) {
 	chaosLog(t, "pull stalled mid-layer: the pod removed meanwhile gone %v later; a stalled pull ends after the 4 s progress timeout as ErrImagePull and is tried again (%d stalled responses in all, %d of the retries' blob requests asked for a part only, i.e. resumed); running %v after the link is back; a local pod untouched",
 		goneAfter.Round(time.Millisecond), proxy.holds.Load(), proxy.ranges.Load(), runAfter.Round(time.Millisecond))
 }
+
+// A CNI plugin that never returns (a third-party plugin waiting on its daemon, an iptables lock
+// held elsewhere): the pod waits in ContainerCreating while the other pods run, and it still goes
+// at once when its manifest is removed.
+func TestChaosCNIPluginHangs(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\ncase \"$CNI_COMMAND\" in\nADD) exec sleep 86399 ;;\nVERSION) echo '{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\"]}' ;;\nesac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(bin, "pk-hang"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--cni-bin-dir", bin}
+	for _, d := range pkruntime.DefaultCNIBinDirs {
+		args = append(args, "--cni-bin-dir", d)
+	}
+	a := startAgentAt(t, "pk-chaos-cnihang", env.Address, args...)
+	a.write("local.yaml", podYAML("local", "Always", 1, "", shContainer("c", "sleep 3600", "")))
+	a.waitPod(30*time.Second, "local-"+node, "running", running)
+	conflist := `{"cniVersion":"1.0.0","name":"pk-hang","plugins":[{"type":"pk-hang"}]}`
+	if err := os.WriteFile(filepath.Join(a.network().ConfDir, "00-hang.conflist"), []byte(conflist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.write("hang.yaml", podYAML("hang", "Always", 1, "", shContainer("c", "sleep 3600", "")))
+	a.eventually(30*time.Second, "the plugin's ADD under way", func() (bool, string) {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 86399$").Output()
+		return len(strings.Fields(string(out))) == 1, string(out)
+	})
+	time.Sleep(time.Second)
+	a.remove("hang.yaml")
+	removed := time.Now()
+	a.eventually(15*time.Second, "the pod whose network hangs gone after its removal", func() (bool, string) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if p.Name == "hang-"+node {
+				return false, fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
+			}
+		}
+		return true, ""
+	})
+	gone := time.Since(removed)
+	a.eventually(10*time.Second, "the plugin's ADD ended", func() (bool, string) {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 86399$").Output()
+		return len(strings.Fields(string(out))) == 0, string(out)
+	})
+	pods := a.waitAllRunning(10*time.Second, []string{"local-" + node})
+	noRestarts(t, pods, "while the other pod's network hung")
+	checkNothingLost(t, a, filepath.Join(env.Dir, "state"), pods)
+	// The clean-up tears the local pod's network down with the first config: the default again.
+	if err := os.Remove(filepath.Join(a.network().ConfDir, "00-hang.conflist")); err != nil {
+		t.Fatal(err)
+	}
+	chaosLog(t, "CNI ADD never returning: the pod removed meanwhile gone %v later, the plugin's process ended; a pod of the other network untouched", gone.Round(time.Millisecond))
+}

@@ -11,3 +11,10 @@ func SetHalfDeletedMinAge(d time.Duration) (restore func()) {
 
 // CNICacheDir is libcni's result cache, where tests read what a CNI ADD ran.
 const CNICacheDir = cniCacheDir
+
+// SetCNITimeout sets cniTimeout for a test and returns the restore.
+func SetCNITimeout(d time.Duration) (restore func()) {
+	old := cniTimeout
+	cniTimeout = d
+	return func() { cniTimeout = old }
+}

@@ -458,6 +458,12 @@ func (n *podNetwork) pin(ctx context.Context, sandboxID string) (string, error) 
 	return path, nil
 }
 
+// cniTimeout bounds one CNI ADD or DEL (every plugin of the chain): a plugin that never returns
+// (waiting on its daemon, on a lock held elsewhere) fails the sandbox's creation, which is then
+// tried again, instead of holding the pod for good. The kubelet's runtime-request-timeout (2 m)
+// bounds its CRI calls, these included. A variable for tests.
+var cniTimeout = 2 * time.Minute
+
 // attach runs CNI ADD for the sandbox in the pinned namespace path and returns the pod's IPs. On
 // failure the network is torn down (the namespace removed) before it returns.
 func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *corev1.Pod) ([]string, error) {
@@ -467,8 +473,14 @@ func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *co
 		return nil, err
 	}
 	ports := PortMappings(pod)
-	res, err := chains.forPorts(ports).Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
+	actx, cancel := context.WithTimeout(ctx, cniTimeout)
+	res, err := chains.forPorts(ports).Setup(actx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
+	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
 	if err != nil {
+		if timedOut {
+			err = fmt.Errorf("no answer within %s (a plugin hangs; the kubelet's runtime-request-timeout): %w", cniTimeout, err)
+		}
 		if derr := n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports); derr != nil {
 			n.log.Warn("undo failed CNI setup", "sandbox", sandboxID, "err", derr)
 		}
@@ -495,7 +507,12 @@ func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports
 	if path == "" || !isNsFile(path) {
 		nsPath = ""
 	}
-	if err := chains.forPorts(ports).Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
+	dctx, cancel := context.WithTimeout(ctx, cniTimeout)
+	defer cancel()
+	if err := chains.forPorts(ports).Remove(dctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
+		if errors.Is(dctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s (a plugin hangs): %w", cniTimeout, err)
+		}
 		return fmt.Errorf("CNI teardown of pod network: %w", err)
 	}
 	// A sandbox made by an agent before 2026-12-05 also ran CNI's loopback plugin, whose cached

@@ -1070,3 +1070,49 @@ func TestSandboxWithoutProcess(t *testing.T) {
 		}
 	}
 }
+
+// A CNI plugin whose ADD never returns fails the sandbox's creation after cniTimeout, with a
+// message that says so; the plugin's process is ended and nothing of the sandbox is left.
+func TestCNIAddThatHangsTimesOut(t *testing.T) {
+	n := newTestNet(t)
+	bin := t.TempDir()
+	script := "#!/bin/sh\ncase \"$CNI_COMMAND\" in\nADD) exec sleep 86398 ;;\nVERSION) echo '{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\"]}' ;;\nesac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(bin, "pk-hang"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.cfg.BinDirs = append([]string{bin}, n.cfg.BinDirs...)
+	if err := os.MkdirAll(n.cfg.ConfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.cfg.ConfDir, "00-hang.conflist"), []byte(`{"cniVersion":"1.0.0","name":"pk-hang","plugins":[{"type":"pk-hang"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(SetCNITimeout(2 * time.Second))
+	rt, ctx := newNetRuntime(t, n)
+	pod := testPod(t, sh("c", "sleep 3600"))
+	began := time.Now()
+	_, sbErr := rt.CreateSandbox(ctx, pod, 0, nil)
+	took := time.Since(began)
+	if sbErr == nil || !strings.Contains(sbErr.Error(), "no answer within 2s") {
+		t.Fatalf("CreateSandbox with a hanging plugin: %v, want \"no answer within 2s\"", sbErr)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("CreateSandbox returned after %v", took)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "^sleep 86398$").Output(); len(out) != 0 {
+		t.Fatalf("the plugin's process is left: %s", out)
+	}
+	if ents, _ := os.ReadDir(n.cfg.NetnsDir); len(ents) != 0 {
+		t.Fatalf("pinned namespaces left: %v", ents)
+	}
+	recs, err := rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := rt.RemoveContainer(ctx, r.ID); err != nil {
+			t.Errorf("remove what the failed sandbox left (%s): %v", r.ID, err)
+		}
+	}
+	t.Logf("CreateSandbox failed after %v: %v (%d records left for the caller to remove)", took.Round(time.Millisecond), sbErr, len(recs))
+}
