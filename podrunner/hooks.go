@@ -192,24 +192,9 @@ func (w *worker) runPostStart(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return nil
 	}
 	// The kubelet gives postStart no timeout; a pod told to terminate meanwhile cuts it short.
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-tick.C:
-				if _, terminate := w.state(); terminate {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	hctx, done := w.abortable(ctx)
 	msg, err := hookRunner{rt: w.m.rt}.run(hctx, pod, c, rec.ID, "PostStart", c.Lifecycle.PostStart)
+	done()
 	if err == nil {
 		return nil
 	}

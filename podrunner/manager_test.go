@@ -652,6 +652,34 @@ func TestManagerRemovedPodEndsItsPull(t *testing.T) {
 	}
 }
 
+// A pod removed while a container's postStart hook hangs goes at once: the hook is ended (the
+// kubelet gives postStart no timeout, but a deleted pod's sync is cancelled).
+func TestManagerRemovedPodEndsItsPostStart(t *testing.T) {
+	e := newEnv(t, slowBackoff)
+	pod := withGrace(mgrPod("uid-a", "a", corev1.RestartPolicyAlways, "main"), 1)
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"hang"}}}}
+	hooked := make(chan struct{}, 1)
+	e.rt.SetExec(func(ctx context.Context, id string, req ExecRequest) (int, error) {
+		select {
+		case hooked <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return -1, ctx.Err()
+	})
+	e.m.Update([]*corev1.Pod{pod})
+	e.run(t)
+	select {
+	case <-hooked:
+	case <-time.After(waitTimeout):
+		t.Fatal("the postStart hook never ran")
+	}
+	e.m.Update(nil)
+	waitFor(t, "pod gone", func() bool {
+		return len(e.m.Pods()) == 0 && len(e.rt.CallsFor("RemovePodFiles", "uid-a")) == 1
+	})
+}
+
 // A start that fails before anything is kept (bad spec) waits with backoff as
 // CreateContainerConfigError; it never turns into a tight retry loop.
 func TestManagerUnrecordedStartFailureBacksOff(t *testing.T) {

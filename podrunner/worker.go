@@ -36,9 +36,9 @@ type worker struct {
 	mu        sync.Mutex
 	desired   *corev1.Pod
 	terminate bool
-	// aborts end the long waits in flight (image pulls, a sandbox's creation: see abortable):
-	// a pod being removed or replaced must not wait for a registry that stopped sending or a
-	// CNI plugin that never returns.
+	// aborts end the long waits in flight (image pulls, a sandbox's creation, a postStart hook:
+	// see abortable): a pod being removed or replaced must not wait for a registry that stopped
+	// sending, a CNI plugin that never returns or a hook that hangs.
 	aborts   map[int]context.CancelFunc
 	abortSeq int
 
@@ -110,8 +110,9 @@ func (w *worker) setDesired(pod *corev1.Pod) {
 	w.mu.Unlock()
 }
 
-// stop moves the worker to terminating, ending an image pull or a sandbox creation in flight
-// (as the kubelet cancels a pod's sync when it is deleted). Idempotent.
+// stop moves the worker to terminating, ending the long waits in flight (image pulls, a
+// sandbox's creation, a postStart hook: see abortable), as the kubelet cancels a pod's sync when
+// it is deleted. Idempotent.
 func (w *worker) stop() {
 	w.mu.Lock()
 	w.terminate = true
@@ -122,7 +123,8 @@ func (w *worker) stop() {
 	w.wake()
 }
 
-// abortable is ctx for one long wait (an image pull, a sandbox's creation), ended by stop;
+// abortable is ctx for one long wait (an image pull, a sandbox's creation, a postStart hook),
+// ended by stop;
 // done must be called when the wait returns.
 func (w *worker) abortable(ctx context.Context) (actx context.Context, done func()) {
 	actx, cancel := context.WithCancel(ctx)
