@@ -413,11 +413,20 @@ const analysis = `### Why a target is missed, and what would reach it
   with a toy program decoding a k8s.io/api Pod: 8.6 MB of text, 14.3 MB once it also executes a
   text/template, because a template's reflective method lookup makes the Go linker keep every
   exported method of every reachable type (all 241 protobuf Marshal methods of core/v1 among
-  them). The linker's dependency dump (-ldflags=-dumpdep, 2026-12-07) names the two calls that
-  do it in podkeeper: a template's field lookup in urfave/cli's help printer, and godbus's
-  method export (kept because go-systemd's D-Bus connection, for the systemd cgroup driver, is
-  used through an interface). Dropping either alone keeps the other's effect, and both are in
-  chosen dependencies (a fork of each would be the price). Side by
+  them). The linker's dependency dump (-ldflags=-dumpdep; the functions it marks
+  <ReflectMethod>) names three users of templates in podkeeper's dependencies, and every one
+  must go before anything is saved (one left keeps every exported method, godbus's reflective
+  D-Bus export among them, which an earlier reading of the dump took for a cause of its own):
+  gRPC's golang.org/x/net/trace (html/template; gRPC's "grpcnotrace" build tag drops it),
+  containerd's internal/fsview (a template for mount formats, reached through oci.WithUserID,
+  oci.WithAdditionalGIDs and oci.WithImageConfig's USER lookup) and urfave/cli's help printer.
+  Measured on 2026-12-07 night with all three cut out of an experimental build (the build tag, a
+  patched copy of each of the other two modules): code and read-only data 29.5 -> 23.7 MB; at
+  110 pods, side by side, file-backed RSS 24.2 -> 20.4 MiB (RSS 44.1 -> 43.2 MiB there, the heap
+  at another point of its GC cycle), and one focused pkbench run each, 47.8 -> 43.3 MiB. Not
+  taken: podkeeper would have to carry its own image user lookup (parsing the image's
+  /etc/passwd and /etc/group from its snapshot) and a fork of urfave/cli, a chosen dependency,
+  for about 4 MiB, which still leaves the target missed. Side by
   side in one session, 2 runs each (RSS at 110 pods): as built 42.8/43.7 MiB, GOGC=50
   41.9/42.0, GODEBUG=memprofilerate=0 45.0/46.5, both 42.3/40.3: within the runs' noise.
 - **Liveness and the first probes (section 6).** podkeeper's probes start as the kubelet's:
