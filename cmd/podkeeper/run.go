@@ -153,6 +153,7 @@ func runAgent(c *cli.Context) error {
 		return err
 	}
 	slog.SetDefault(log)
+	runtime.RouteClientLog(log)
 	for _, f := range []string{"resync", "sync-frequency"} {
 		if d := c.Duration(f); d <= 0 {
 			return fmt.Errorf("--%s must be positive, not %s", f, d)

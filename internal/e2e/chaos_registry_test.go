@@ -239,6 +239,17 @@ func TestChaosRegistryStall(t *testing.T) {
 	if rc := p.Status.ContainerStatuses[0].RestartCount; rc != 0 {
 		t.Fatalf("local pod restarted %d times during the stalls", rc)
 	}
+	// The containerd client's own log lines (it logs its clean-up of an ended pull's unpack) come
+	// out in the agent's format, not as logrus lines in the middle of it.
+	b, err := os.ReadFile(filepath.Join(a.dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `time="`) {
+			t.Fatalf("a line of the agent's log not in its format: %s", line)
+		}
+	}
 	chaosLog(t, "pull stalled mid-layer: the pod removed meanwhile gone %v later; a stalled pull ends after the 4 s progress timeout as ErrImagePull and is tried again (%d stalled responses in all, %d of the retries' blob requests asked for a part only, i.e. resumed); running %v after the link is back; a local pod untouched",
 		goneAfter.Round(time.Millisecond), proxy.holds.Load(), proxy.ranges.Load(), runAfter.Round(time.Millisecond))
 }
