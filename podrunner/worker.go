@@ -124,8 +124,7 @@ func (w *worker) stop() {
 }
 
 // abortable is ctx for one long wait (an image pull, a sandbox's creation, a postStart hook),
-// ended by stop;
-// done must be called when the wait returns.
+// ended by stop; done must be called when the wait returns (nothing may use actx after).
 func (w *worker) abortable(ctx context.Context) (actx context.Context, done func()) {
 	actx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()

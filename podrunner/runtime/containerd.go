@@ -537,11 +537,13 @@ func (r *Runtime) CreateSandbox(ctx context.Context, pod *corev1.Pod, attempt in
 	}
 	fail := func(c containerd.Container, task containerd.Task, err error) (podrunner.ContainerRecord, error) {
 		<-attached
+		// Undone also when ctx ended the creation (the pod's stop ends it: worker.abortable).
+		cctx := context.WithoutCancel(ctx)
 		if task != nil {
-			_, _ = r.deleteTask(ctx, task.ID(), task, time.Time{}, containerd.WithProcessKill)
+			_, _ = r.deleteTask(cctx, task.ID(), task, time.Time{}, containerd.WithProcessKill)
 		}
 		if c != nil {
-			_ = c.Delete(ctx)
+			_ = c.Delete(cctx)
 		}
 		undoNet()
 		return podrunner.ContainerRecord{}, err
