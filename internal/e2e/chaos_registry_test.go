@@ -200,18 +200,7 @@ func TestChaosRegistryStall(t *testing.T) {
 	})
 	a.remove("gone.yaml")
 	removed := time.Now()
-	a.eventually(15*time.Second, "the pod being pulled for gone after its removal", func() (bool, string) {
-		pods, err := a.pods()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range pods {
-			if p.Name == "gone-"+node {
-				return false, fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
-			}
-		}
-		return true, ""
-	})
+	a.waitGone(15*time.Second, "gone-"+node, "") // its pull ended, not waited for
 	goneAfter := time.Since(removed)
 
 	// 2. The link stays stalled: the pull gives up after the progress timeout, ErrImagePull,
@@ -282,18 +271,7 @@ func TestChaosCNIPluginHangs(t *testing.T) {
 	time.Sleep(time.Second)
 	a.remove("hang.yaml")
 	removed := time.Now()
-	a.eventually(15*time.Second, "the pod whose network hangs gone after its removal", func() (bool, string) {
-		pods, err := a.pods()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range pods {
-			if p.Name == "hang-"+node {
-				return false, fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
-			}
-		}
-		return true, ""
-	})
+	a.waitGone(15*time.Second, "hang-"+node, "") // its CNI ADD ended, not waited for
 	gone := time.Since(removed)
 	a.eventually(10*time.Second, "the plugin's ADD ended", func() (bool, string) {
 		out, _ := exec.Command("pgrep", "-f", "^sleep 86399$").Output()
