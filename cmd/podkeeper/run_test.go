@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
@@ -82,10 +83,36 @@ func TestExampleConfig(t *testing.T) {
 		if err != nil || size != 10<<20 || files != 5 || c.String("container-log-links-dir") != "/var/log/containers" {
 			t.Errorf("log rotation %d x %d (%v), links %q", size, files, err, c.String("container-log-links-dir"))
 		}
+		if d := c.Duration("image-pull-progress-timeout"); d != 5*time.Minute {
+			t.Errorf("image-pull-progress-timeout %s, want 5m", d)
+		}
 		return nil
 	}
 	app := &cli.App{Name: "podkeeper", Commands: []*cli.Command{cmd}}
 	if err := app.Run([]string{"podkeeper", "run", "--config", path}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --image-pull-progress-timeout: the default is containerd's CRI's 5m; 0 turns the watch off
+// (runtime.Config's negative), never the Config's 0 (which means the default).
+func TestPullProgressTimeoutFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 5 * time.Minute},
+		{[]string{"--image-pull-progress-timeout", "30s"}, 30 * time.Second},
+		{[]string{"--image-pull-progress-timeout", "0"}, -1},
+	} {
+		err := runFlags(t, tc.args, func(c *cli.Context) error {
+			if got := pullProgressTimeout(c.Duration("image-pull-progress-timeout")); got != tc.want {
+				t.Errorf("%v: %s, want %s", tc.args, got, tc.want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
 	}
 }
