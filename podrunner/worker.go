@@ -124,26 +124,30 @@ func (w *worker) stop() {
 }
 
 // abortable is ctx for one long wait (an image pull, a sandbox's creation, a postStart hook),
-// ended by stop; done must be called when the wait returns (nothing may use actx after).
-func (w *worker) abortable(ctx context.Context) (actx context.Context, done func()) {
+// ended by stop; done must be called when the wait returns (nothing may use actx after), and
+// reports whether stop ended it (ctx itself still on).
+func (w *worker) abortable(ctx context.Context) (actx context.Context, done func() (stopped bool)) {
 	actx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	id := 0
 	if w.terminate {
 		cancel()
-		return actx, cancel
+	} else {
+		if w.aborts == nil {
+			w.aborts = map[int]context.CancelFunc{}
+		}
+		w.abortSeq++
+		id = w.abortSeq
+		w.aborts[id] = cancel
 	}
-	if w.aborts == nil {
-		w.aborts = map[int]context.CancelFunc{}
-	}
-	w.abortSeq++
-	id := w.abortSeq
-	w.aborts[id] = cancel
-	return actx, func() {
+	return actx, func() bool {
 		w.mu.Lock()
 		delete(w.aborts, id)
 		w.mu.Unlock()
+		stopped := actx.Err() != nil && ctx.Err() == nil
 		cancel()
+		return stopped
 	}
 }
 
@@ -508,10 +512,9 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod, v PodView, 
 	sctx, endAbortable := w.abortable(ctx)
 	go func() {
 		rec, err := w.m.rt.CreateSandbox(sctx, pod, attempt, func(r ContainerRecord) { created <- r })
-		if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		if stopped := endAbortable(); err != nil && stopped {
 			err = fmt.Errorf("%w (%v)", errStopped, err)
 		}
-		endAbortable()
 		done <- result{rec, err}
 	}()
 	var res *result
@@ -699,9 +702,7 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 				w.m.rec.Eventf(pod, c.Name, EventNormal, ReasonPulling, "Pulling image %q", image)
 			},
 		})
-		aborted := err != nil && pctx.Err() != nil && ctx.Err() == nil
-		done()
-		if aborted {
+		if stopped := done(); err != nil && stopped {
 			// Ended by stop: the pod goes; no pull failure to charge or report.
 			w.log.Info("image pull abandoned: the pod is being removed or replaced", "container", c.Name, "image", image)
 			return false, time.Now()

@@ -138,16 +138,23 @@ type audit struct {
 	mounts  []string        // rootfs mounts of the namespace's task bundles
 }
 
-func takeAudit(t *testing.T, address, stateDir, ns string) audit {
+// dialContainerd is a containerd client on address and a context in namespace ns bounded by
+// timeout; both end with the returned close.
+func dialContainerd(t *testing.T, address, ns string, timeout time.Duration) (context.Context, *containerd.Client, func()) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cl, err := containerd.New(address)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx = namespaces.WithNamespace(ctx, ns)
+	return namespaces.WithNamespace(ctx, ns), cl, func() { cl.Close(); cancel() }
+}
+
+func takeAudit(t *testing.T, address, stateDir, ns string) audit {
+	t.Helper()
+	ctx, cl, closeCl := dialContainerd(t, address, ns, 30*time.Second)
+	defer closeCl()
 	au := audit{containers: map[string]containers.Container{}, tasks: map[string]uint32{}, running: map[string]bool{}, stopped: map[string]bool{}, active: map[string]bool{}}
 	cs, err := cl.ContainerService().List(ctx)
 	if err != nil {
@@ -490,14 +497,8 @@ func TestChaosReboot(t *testing.T) {
 	a.waitAllRunning(time.Duration(n)*2*time.Second+time.Minute, names)
 	a.kill9()
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := containerd.New(a.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	nctx := namespaces.WithNamespace(ctx, a.ns)
+	nctx, cl, closeCl := dialContainerd(t, a.address, a.ns, time.Minute)
+	defer closeCl()
 	cs, err := cl.Containers(nctx)
 	if err != nil {
 		t.Fatal(err)
@@ -859,14 +860,8 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	rb := a.waitPod(time.Minute, "rebooted-"+node, "Running", running)
 	a.waitRanMarks(stateDir, 5) // (always has two instances now)
 	a.kill9()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := containerd.New(a.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	nctx := namespaces.WithNamespace(ctx, a.ns)
+	nctx, cl, closeCl := dialContainerd(t, a.address, a.ns, time.Minute)
+	defer closeCl()
 	for _, r := range a.records(string(rb.UID)) {
 		if c, err := cl.LoadContainer(nctx, r.ID); err == nil {
 			endTask(t, nctx, c)

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -43,14 +41,8 @@ func TestImageVolume(t *testing.T) {
 		t.Errorf("waiting message %q names no image", w.Message)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := containerd.New(a.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	nctx := namespaces.WithNamespace(ctx, a.ns)
+	nctx, cl, closeCl := dialContainerd(t, a.address, a.ns, time.Minute)
+	defer closeCl()
 	leftovers := func() []string {
 		var out []string
 		ls, _ := cl.LeasesService().List(nctx)

@@ -464,6 +464,17 @@ func (n *podNetwork) pin(ctx context.Context, sandboxID string) (string, error) 
 // bounds its CRI calls, these included. A variable for tests.
 var cniTimeout = 2 * time.Minute
 
+// withCNITimeout runs one CNI call under cniTimeout; a call the timeout ended says so.
+func withCNITimeout(ctx context.Context, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, cniTimeout)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("no answer within %s (a plugin hangs; the kubelet's runtime-request-timeout): %w", cniTimeout, err)
+	}
+	return err
+}
+
 // attach runs CNI ADD for the sandbox in the pinned namespace path and returns the pod's IPs. On
 // failure the network is torn down (the namespace removed) before it returns.
 func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *corev1.Pod) ([]string, error) {
@@ -473,14 +484,12 @@ func (n *podNetwork) attach(ctx context.Context, sandboxID, path string, pod *co
 		return nil, err
 	}
 	ports := PortMappings(pod)
-	actx, cancel := context.WithTimeout(ctx, cniTimeout)
-	res, err := chains.forPorts(ports).Setup(actx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
-	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	cancel()
+	var res *gocni.Result
+	err = withCNITimeout(ctx, func(ctx context.Context) (err error) {
+		res, err = chains.forPorts(ports).Setup(ctx, sandboxID, path, n.nsOpts(sandboxID, pod, ports)...)
+		return err
+	})
 	if err != nil {
-		if timedOut {
-			err = fmt.Errorf("no answer within %s (a plugin hangs; the kubelet's runtime-request-timeout): %w", cniTimeout, err)
-		}
 		if derr := n.teardown(context.WithoutCancel(ctx), sandboxID, path, ports); derr != nil {
 			n.log.Warn("undo failed CNI setup", "sandbox", sandboxID, "err", derr)
 		}
@@ -507,12 +516,9 @@ func (n *podNetwork) teardown(ctx context.Context, sandboxID, path string, ports
 	if path == "" || !isNsFile(path) {
 		nsPath = ""
 	}
-	dctx, cancel := context.WithTimeout(ctx, cniTimeout)
-	defer cancel()
-	if err := chains.forPorts(ports).Remove(dctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...); err != nil {
-		if errors.Is(dctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %s (a plugin hangs): %w", cniTimeout, err)
-		}
+	if err := withCNITimeout(ctx, func(ctx context.Context) error {
+		return chains.forPorts(ports).Remove(ctx, sandboxID, nsPath, n.nsOpts(sandboxID, nil, ports)...)
+	}); err != nil {
 		return fmt.Errorf("CNI teardown of pod network: %w", err)
 	}
 	// A sandbox made by an agent before 2026-12-05 also ran CNI's loopback plugin, whose cached

@@ -104,19 +104,14 @@ func (b *watchedBody) Close() error {
 
 func (b *watchedBody) done() { b.once.Do(func() { b.w.progress(-1) }) }
 
-// watchPull cancels ctx with a *PullStalledError once w has made no progress for timeout. The
-// returned stop ends the watch (call it when the pull returns).
-func watchPull(ctx context.Context, w *pullWatch, timeout time.Duration, cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
+// watchPull cancels ctx with a *PullStalledError once w has made no progress for timeout; the
+// watch ends with ctx (cancel it when the pull returns).
+func watchPull(ctx context.Context, w *pullWatch, timeout time.Duration, cancel context.CancelCauseFunc) {
 	go func() {
-		defer close(finished)
 		tick := time.NewTicker(max(timeout/8, 50*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
@@ -127,5 +122,4 @@ func watchPull(ctx context.Context, w *pullWatch, timeout time.Duration, cancel 
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
 }

@@ -61,8 +61,7 @@ func TestWatchPullOnHTTP(t *testing.T) {
 		w := newPullWatch()
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
-		stop := watchPull(ctx, w, timeout, cancel)
-		defer stop()
+		watchPull(ctx, w, timeout, cancel)
 		client := &http.Client{Transport: w.wrap(nil)}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
 		resp, err := client.Do(req)

@@ -199,32 +199,8 @@ func (r *Runtime) pull(ctx context.Context, ref string, opts podrunner.PullOptio
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		stop := watchPull(ctx, watch, timeout, cancel)
-		img, err := r.pullWith(ctx, ref, opts, watch)
-		stop()
-		// Ended by the watchdog, the pull's own error says only "context canceled".
-		var stalled *PullStalledError
-		if err != nil && errors.As(context.Cause(ctx), &stalled) {
-			return nil, stalled
-		}
-		return img, err
+		watchPull(ctx, watch, timeout, cancel)
 	}
-	return r.pullWith(ctx, ref, opts, nil)
-}
-
-// pullProgressTimeout is Config.PullProgressTimeout with its default; 0: none.
-func (r *Runtime) pullProgressTimeout() time.Duration {
-	switch t := r.cfg.PullProgressTimeout; {
-	case t < 0:
-		return 0
-	case t == 0:
-		return DefaultPullProgressTimeout
-	default:
-		return t
-	}
-}
-
-func (r *Runtime) pullWith(ctx context.Context, ref string, opts podrunner.PullOptions, watch *pullWatch) (containerd.Image, error) {
 	ropts := []containerd.RemoteOpt{
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
@@ -255,7 +231,24 @@ func (r *Runtime) pullWith(ctx context.Context, ref string, opts podrunner.PullO
 	if tr != nil {
 		opts.Progress(tr.snapshot(ctx, true, err != nil))
 	}
+	// Ended by the watchdog, the pull's own error says only "context canceled".
+	var stalled *PullStalledError
+	if err != nil && errors.As(context.Cause(ctx), &stalled) {
+		return nil, stalled
+	}
 	return img, err
+}
+
+// pullProgressTimeout is Config.PullProgressTimeout with its default; 0: none.
+func (r *Runtime) pullProgressTimeout() time.Duration {
+	switch t := r.cfg.PullProgressTimeout; {
+	case t < 0:
+		return 0
+	case t == 0:
+		return DefaultPullProgressTimeout
+	default:
+		return t
+	}
 }
 
 // pullTracker follows the blobs of one pull through containerd's content store.
