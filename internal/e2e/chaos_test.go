@@ -830,7 +830,7 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	for _, name := range []string{"always-" + node, "never-" + node} {
 		pods[name] = *a.waitPod(time.Minute, name, "Running", running)
 	}
-	a.waitRanMarks(stateDir, 3) // done's too: it started
+	a.waitRanMarks(3) // done's too: it started
 
 	// (1) Shims killed while the agent is down; containerd cleans up after them.
 	a.kill9()
@@ -858,7 +858,7 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	// (2) A reboot: a Never pod's task and every pin gone while the agent is down.
 	a.write("rebooted.yaml", podYAML("rebooted", "Never", 1, "", shContainer("c", chaosSleeper, "")))
 	rb := a.waitPod(time.Minute, "rebooted-"+node, "Running", running)
-	a.waitRanMarks(stateDir, 5) // (always has two instances now)
+	a.waitRanMarks(5) // (always has two instances now)
 	a.kill9()
 	nctx, cl, closeCl := dialContainerd(t, a.address, a.ns, time.Minute)
 	defer closeCl()
@@ -873,8 +873,28 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	if st := status(rb, "c"); st.State.Terminated == nil || st.State.Terminated.ExitCode != 255 || st.RestartCount != 0 {
 		t.Errorf("rebooted: %+v restartCount %d, want terminated 255, 0 restarts", st.State, st.RestartCount)
 	}
+	// (3) A Never pod's task ended and deleted at once after its start, the agent down (no exit
+	// event reaches it): the mark is made as the task's start returns, so the pod is not run
+	// again. (Its first form, a containerd label written a second after the start, left that
+	// second open: run again.)
+	a.write("quick.yaml", podYAML("quick", "Never", 1, "", shContainer("c", chaosSleeper, "")))
+	qk := a.waitPod(time.Minute, "quick-"+node, "Running", running)
+	seenRunning := time.Now()
+	a.kill9()
+	for _, r := range a.records(string(qk.UID)) {
+		if c, err := cl.LoadContainer(nctx, r.ID); err == nil {
+			endTask(t, nctx, c)
+		}
+	}
+	killedAfter := time.Since(seenRunning)
+	a.start()
+	qk = a.waitPod(time.Minute, "quick-"+node, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if st := status(qk, "c"); st.State.Terminated == nil || !lostCode(st.State.Terminated.ExitCode) || st.RestartCount != 0 {
+		t.Errorf("quick: %+v restartCount %d, want terminated 137 or 255, 0 restarts", st.State, st.RestartCount)
+	}
+
 	time.Sleep(2 * time.Second)
-	for name, uid := range map[string]string{"never": string(never.UID), "rebooted": string(rb.UID)} {
+	for name, uid := range map[string]string{"never": string(never.UID), "rebooted": string(rb.UID), "quick": string(qk.UID)} {
 		if r, ok := podrunner.NewPodView(a.records(uid)).Latest("c"); !ok || r.Attempt != 0 || r.State == podrunner.StateRunning {
 			t.Errorf("%s: latest instance %+v, want attempt 0, not running (never run again)", name, r)
 		}
@@ -889,27 +909,22 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 		}
 	}
 	// Nothing left of the ended pods once their files go.
-	for _, f := range []string{"never.yaml", "done.yaml", "rebooted.yaml"} {
+	for _, f := range []string{"never.yaml", "done.yaml", "rebooted.yaml", "quick.yaml"} {
 		a.remove(f)
 	}
 	pods = a.waitAllRunning(time.Minute, []string{"always-" + node})
 	checkNothingLost(t, a, stateDir, pods)
-	chaosLog(t, "shims of an Always and a Never pod killed while the agent was down: restartCount 1 (lastState %d) and Failed (%d, not run again); a Never pod's task and pins gone as in a reboot: Failed (%d), not run again; a completed Never pod still Succeeded; no leaks: %v",
-		exitOf(corev1.ContainerStatus{State: status(always, "c").LastTerminationState}), exitOf(status(never, "c")), exitOf(status(rb, "c")), !t.Failed())
+	chaosLog(t, "shims of an Always and a Never pod killed while the agent was down: restartCount 1 (lastState %d) and Failed (%d, not run again); a Never pod's task and pins gone as in a reboot: Failed (%d), not run again; a Never pod's task ended %v after it was seen Running, the agent down: Failed (%d), not run again; a completed Never pod still Succeeded; no leaks: %v",
+		exitOf(corev1.ContainerStatus{State: status(always, "c").LastTerminationState}), exitOf(status(never, "c")), exitOf(status(rb, "c")), killedAfter.Round(time.Millisecond), exitOf(status(qk, "c")), !t.Failed())
 }
 
-// waitRanMarks waits until n containers of the agent's namespace carry the started mark.
-func (a *agent) waitRanMarks(stateDir string, n int) {
+// waitRanMarks waits until n container instances of the agent carry the started mark (made
+// as their task's start returns).
+func (a *agent) waitRanMarks(n int) {
 	a.t.Helper()
 	a.eventually(30*time.Second, fmt.Sprintf("%d containers marked as started", n), func() (bool, string) {
-		au := takeAudit(a.t.(*testing.T), a.address, stateDir, a.ns)
-		marked := 0
-		for _, c := range au.containers {
-			if c.Labels[pkruntime.LabelRan] == "true" {
-				marked++
-			}
-		}
-		return marked >= n, fmt.Sprintf("%d marked", marked)
+		marks, _ := filepath.Glob(filepath.Join(a.root, "pods", "*", "containers", "*", "*-ran"))
+		return len(marks) >= n, fmt.Sprintf("%d marked", len(marks))
 	})
 }
 

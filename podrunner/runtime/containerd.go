@@ -99,7 +99,7 @@ type Runtime struct {
 	bundles string             // containerd's task bundle dir of the namespace, once found (bundlesDir)
 	// exitsSeen: exits the event stream reported, until recorded (losttask.go).
 	exitsSeen map[string]seenExit
-	// ranPending: started containers whose LabelRan is still to be written (ranmark.go).
+	// ranPending: directories of started marks still to be synced (ranmark.go).
 	ranPending []string
 	ranWake    chan struct{}
 
@@ -161,7 +161,7 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	go r.watchExits(ctx)
 	go r.sweepShimsPeriodically(ctx)
 	r.ranWake = make(chan struct{}, 1)
-	go r.writeRanMarks(ctx)
+	go r.syncRanMarks(ctx)
 	return r, nil
 }
 
@@ -745,16 +745,13 @@ func (r *Runtime) StartContainer(ctx context.Context, req podrunner.StartRequest
 		tio.close()
 		return rec, r.cannotRun(ctx, c, fmt.Errorf("failed to start containerd task %q: %w", id, err))
 	}
+	r.markRan(id, labels)
 	// As containerd's CRI, the container started when its task's start returned.
 	if at, late := restampStart(parseTime(labels[LabelStartedAt]), time.Now()); late {
 		labels[LabelStartedAt] = formatTime(at)
-		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt], LabelRan: "true"}); err == nil {
+		if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: labels[LabelStartedAt]}); err == nil {
 			rec.StartedAt = at
-		} else {
-			r.markRanLater(id)
 		}
-	} else {
-		r.markRanLater(id)
 	}
 	r.mu.Lock()
 	r.running[id] = tio
@@ -1192,7 +1189,7 @@ func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task c
 	if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil {
 		createdAt = info.CreatedAt
 	}
-	ran := labels[LabelRan] == "true"
+	ran := ranMarked(r.cfg.RootDir, labels, createdAt)
 	code, at, reason, lost := r.lostTaskExit(c.ID(), createdAt, ran, time.Now())
 	if !lost {
 		return labels, nil
@@ -1321,6 +1318,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) e
 	}
 	if lerr == nil {
 		removeTermMsgFile(r.cfg.RootDir, labels)
+		removeRanMark(r.cfg.RootDir, labels)
 		r.unlinkLog(id, labels)
 		if err := r.releaseSandbox(ctx, c, labels); err != nil {
 			return err
@@ -1410,7 +1408,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]podrunne
 		if tp == nil && c.Labels[LabelNoProcess] == "true" {
 			rec = processlessSandbox(rec, c.Labels, pinsAlive)
 		} else if tp == nil && !rec.ExitRecorded {
-			if code, at, reason, lost := r.lostTaskExit(c.ID, c.CreatedAt, c.Labels[LabelRan] == "true", time.Now()); lost {
+			if code, at, reason, lost := r.lostTaskExit(c.ID, c.CreatedAt, ranMarked(r.cfg.RootDir, c.Labels, c.CreatedAt), time.Now()); lost {
 				// Its task is gone unrecorded (its shim died): exited; the worker records it.
 				rec.State, rec.ExitCode, rec.FinishedAt, rec.Reason = podrunner.StateExited, code, at, reason
 				rec.TaskLost = true

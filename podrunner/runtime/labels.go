@@ -28,9 +28,6 @@ const (
 	LabelMessage       = "podkeeper.io/message"
 	LabelMessageMore   = "podkeeper.io/message-2" // the part of a message past what LabelMessage holds
 	LabelGrace         = "podkeeper.io/grace-period"
-	// LabelRan marks a container whose task started, written shortly after the start, off its
-	// path (ranmark.go): its task gone with no exit recorded then means it ran and ended.
-	LabelRan = "podkeeper.io/ran"
 
 	// shimGroupAnnotation makes the runc v2 shim serve every container of a pod from one shim
 	// process (the value names the group: the pod's sandbox ID).

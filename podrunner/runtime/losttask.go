@@ -13,7 +13,7 @@ import (
 // the run lost from the restart count and lastState, and a restartPolicy Never container run a
 // second time. The runtime remembers the exits the event stream reported until they are
 // recorded, which tasks it started or re-attached (running), and marks every container whose
-// task started (LabelRan, ranmark.go), so that a container of any of these kinds with no task
+// task started (a file beside its termination message file, ranmark.go), so that a container of any of these kinds with no task
 // reads as exited: with the event's status, else (the event missed, or the agent down when the
 // task went: a dead shim, a reboot) as containerd's CRI records a task it lost, exit code 255,
 // reason Unknown.
@@ -54,9 +54,10 @@ func (r *Runtime) forgetExit(id string) {
 }
 
 // lostTaskExit is the exit to record for container id (created at createdAt; ran: it carries
-// LabelRan), which has no task in containerd and no recorded exit, and whether it ran at all (ok
-// false: a container whose task was never made, as after a create interrupted by a kill -9 of
-// the agent, or one that ended before its mark was written).
+// its started mark), which has no task in containerd and no recorded exit, and whether it ran at
+// all (ok false: a container whose task was never made, as after a create interrupted by a kill
+// -9 of the agent, or, for an agent killed in the instant between a task's start and its mark,
+// that task's).
 func (r *Runtime) lostTaskExit(id string, createdAt time.Time, ran bool, now time.Time) (code int32, at time.Time, reason string, ok bool) {
 	r.mu.Lock()
 	ex, seen := r.exitsSeen[id]

@@ -2,31 +2,56 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
-
-	"github.com/containerd/containerd/v2/core/containers"
-	"github.com/containerd/errdefs"
 )
 
-// A container's task that started is marked so (LabelRan) in containerd, for an agent that was
-// down when the task went (its shim killed, a reboot): without the mark such a container looks
-// like one never started and would be run again as the same instance (a restartPolicy Never
-// container a second time). The mark is a metadata write, kept off the start's path: queued at
-// the start and written a moment later, while no start is in flight (containerd serialises its
-// metadata writes, and a start's own writes come first). It is best effort: a mark lost with the
-// agent's death leaves that container as before the marks existed.
+// A container's task that started is marked so, for an agent that was down when the task went
+// (its shim killed, a reboot): without the mark such a container looks like one never started
+// and would be run again as the same instance (a restartPolicy Never container a second time).
+// The mark is an empty file beside the instance's termination message file
+// (<root-dir>/pods/<uid>/containers/<name>/<attempt>-ran), made as soon as the task's start
+// returns: a file create costs the start nothing measurable and leaves no window in which a
+// started container is unmarked (a containerd label, the mark's first form, had to be written a
+// second later, off the start's path: containerd serialises its metadata writes, and a container
+// that ended within that second, its agent down, was run again). The directory entries are made
+// durable in the background a moment later (one fsync per directory after a burst of starts),
+// for a reboot by power loss. The mark goes with the termination message file when the
+// container is removed, and with the pod's directory.
 
-// ranMarkDelay gathers the marks of a burst of starts; ranMarkQuietWait bounds how long a mark
-// waits for the starts in flight to end.
-const (
-	ranMarkDelay     = time.Second
-	ranMarkQuietWait = 10 * time.Second
-)
+// ranMarkSyncDelay gathers the directories of a burst of starts before they are synced.
+const ranMarkSyncDelay = time.Second
 
-// markRanLater queues LabelRan for container id, whose task has started.
-func (r *Runtime) markRanLater(id string) {
+// ranMarkSuffix replaces termMsgSuffix in the mark's name.
+const ranMarkSuffix = "-ran"
+
+// ranMarkPath is the mark of the instance whose labels are given, "" for one without a
+// termination message file under root (a sandbox).
+func ranMarkPath(root string, labels map[string]string) string {
+	f := labels[LabelTermMsgFile]
+	if !strings.HasPrefix(f, filepath.Join(root, "pods")+string(filepath.Separator)) || !strings.HasSuffix(f, termMsgSuffix) {
+		return ""
+	}
+	return strings.TrimSuffix(f, termMsgSuffix) + ranMarkSuffix
+}
+
+// markRan marks the container with labels, whose task has just started. Best effort: a mark
+// that cannot be made leaves that container as one never started (logged).
+func (r *Runtime) markRan(id string, labels map[string]string) {
+	p := ranMarkPath(r.cfg.RootDir, labels)
+	if p == "" {
+		return
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		r.log.Warn("cannot mark a started container; if its task is lost while the agent is down, it is run again", "id", id, "err", err)
+		return
+	}
 	r.mu.Lock()
-	r.ranPending = append(r.ranPending, id)
+	r.ranPending = append(r.ranPending, filepath.Dir(p))
 	r.mu.Unlock()
 	select {
 	case r.ranWake <- struct{}{}:
@@ -34,8 +59,27 @@ func (r *Runtime) markRanLater(id string) {
 	}
 }
 
-// writeRanMarks writes the queued marks until ctx ends.
-func (r *Runtime) writeRanMarks(ctx context.Context) {
+// ranMarked reports whether the instance with labels, created at createdAt (zero: unknown), is
+// marked as started. A mark older than the container is an earlier container's of the same name
+// and does not count.
+func ranMarked(root string, labels map[string]string, createdAt time.Time) bool {
+	p := ranMarkPath(root, labels)
+	if p == "" {
+		return false
+	}
+	info, err := os.Stat(p)
+	return err == nil && (createdAt.IsZero() || !info.ModTime().Before(createdAt))
+}
+
+// removeRanMark removes the mark of the instance with labels, if any.
+func removeRanMark(root string, labels map[string]string) {
+	if p := ranMarkPath(root, labels); p != "" {
+		_ = os.Remove(p) // else it goes with the pod's directory
+	}
+}
+
+// syncRanMarks makes the marks' directory entries durable, a burst at a time, until ctx ends.
+func (r *Runtime) syncRanMarks(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -45,30 +89,31 @@ func (r *Runtime) writeRanMarks(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(ranMarkDelay):
+		case <-time.After(ranMarkSyncDelay):
 		}
 		r.mu.Lock()
-		ids := r.ranPending
+		dirs := r.ranPending
 		r.ranPending = nil
 		r.mu.Unlock()
-		for _, id := range ids {
-			r.waitNoStarts(ctx, ranMarkQuietWait)
-			if ctx.Err() != nil {
-				return
+		done := map[string]bool{}
+		for _, d := range dirs {
+			if done[d] {
+				continue
 			}
-			_, err := r.client.ContainerService().Update(r.ctx(ctx),
-				containers.Container{ID: id, Labels: map[string]string{LabelRan: "true"}}, "labels."+LabelRan)
-			if err != nil && !errdefs.IsNotFound(err) {
-				r.log.Debug("mark a started container", "id", id, "err", err)
+			done[d] = true
+			if err := syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.log.Debug("sync the started marks", "dir", d, "err", err)
 			}
 		}
 	}
 }
 
-// waitNoStarts waits, at most max, until no start holds a slot (no bound: returns at once).
-func (r *Runtime) waitNoStarts(ctx context.Context, max time.Duration) {
-	deadline := time.Now().Add(max)
-	for r.starts != nil && len(r.starts) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
+// syncDir fsyncs directory d.
+func syncDir(d string) error {
+	f, err := os.Open(d)
+	if err != nil {
+		return err
 	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -32,6 +32,9 @@ const (
 
 // terminationMessageMount creates the host file for container c's instance and returns its bind
 // mount, recording where it is in labels.
+// termMsgSuffix ends the name of an instance's termination message file, after its attempt.
+const termMsgSuffix = "-termination-log"
+
 func terminationMessageMount(root string, pod *corev1.Pod, c *corev1.Container, attempt int, labels map[string]string) (specs.Mount, error) {
 	dest := c.TerminationMessagePath
 	if dest == "" {
@@ -41,7 +44,7 @@ func terminationMessageMount(root string, pod *corev1.Pod, c *corev1.Container, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return specs.Mount{}, fmt.Errorf("termination message dir: %w", err)
 	}
-	file := filepath.Join(dir, strconv.Itoa(attempt)+"-termination-log")
+	file := filepath.Join(dir, strconv.Itoa(attempt)+termMsgSuffix)
 	if err := os.WriteFile(file, nil, 0o666); err != nil {
 		return specs.Mount{}, fmt.Errorf("termination message file: %w", err)
 	}
