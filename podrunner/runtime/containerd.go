@@ -1160,10 +1160,12 @@ func (r *Runtime) taskOf(ctx context.Context, c containerd.Container) containerd
 // recordExit returns c's labels, with its exit recorded when its task has stopped and the exit
 // is not recorded yet (once per exit: the OOM bookkeeping counts it).
 func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task containerd.Task) (map[string]string, error) {
-	labels, err := c.Labels(ctx)
+	// c was just loaded: its labels are at hand (no second fetch on a restart's path).
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, fmt.Errorf("labels of %s: %w", c.ID(), err)
 	}
+	labels := info.Labels
 	if labels[LabelFinishedAt] != "" || labels[LabelNoProcess] == "true" {
 		return labels, nil
 	}
@@ -1185,10 +1187,7 @@ func (r *Runtime) recordExit(ctx context.Context, c containerd.Container, task c
 		}
 	}
 	// No task in containerd: gone without its exit recorded (its shim died), or never made.
-	var createdAt time.Time
-	if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil {
-		createdAt = info.CreatedAt
-	}
+	createdAt := info.CreatedAt
 	ran := ranMarked(r.cfg.RootDir, labels, createdAt)
 	code, at, reason, lost := r.lostTaskExit(c.ID(), createdAt, ran, time.Now())
 	if !lost {
