@@ -117,7 +117,7 @@ func (r *results) markdown() string {
 	w(") on %s, finished %s.\n\n", r.machine.start, r.finished.UTC().Format(time.RFC3339))
 	w("**Machine**: %s; load average at the end %s.\n", r.machine, r.loadEnd)
 	if r.machine.cores > 0 && loadFirst(r.machine.loadStart) > float64(r.machine.cores) {
-		w("**This run happened on a loaded machine** (load average above the core count: other builds and tests were running), so absolute times are inflated and noisy; the ratios, measured side by side and interleaved, are the meaningful part. Re-run `make bench` on an idle machine for the figures to quote.\n")
+		w("**This run began on a loaded machine** (the 1-minute load average above the core count: other work had run just before it, a build, tests or `make bench`'s own podman install), so absolute times may be inflated and noisy, though every start below waits for a quiet machine; the ratios, measured side by side and interleaved, are the meaningful part. Re-run `make bench` on an idle machine for the figures to quote.\n")
 	}
 	w("\nWorkload: pods of one busybox container (`sh -c '%s'`, exits at once on SIGTERM), image imported locally, a private containerd (overlayfs, runc v2 shim). podkeeper is the agent built from this tree, as it runs by default: each pod also gets a sandbox (its network, UTS and IPC namespaces pinned, CNI ADD; no pause process, which these pods do not need; `--always-pause` would add one per pod, sharing the pod's shim). The floor starts only the container.\n\n", sleeper)
 
@@ -366,7 +366,9 @@ const analysis = `### Why a target is missed, and what would reach it
   shrinks with the CPU more than the per-pod network work does). That morning's changes (the
   termination and validation fixes) are not the cause: A/B in one session, 110 pods, the build
   of the evening before and the new one alternating twice, 10.5/9.69 s (1.28/1.63x) before and
-  10.0/13.8 s (1.43/2.04x) after, the floor between 5.95 and 8.26 s.
+  10.0/13.8 s (1.43/2.04x) after, the floor between 5.95 and 8.26 s. On the slower machine of
+  that night (the full run of 2026-12-07 23:42, floor 16.5 s) the same path measured 1.44x
+  (23.7 s).
   Without the pause process (2026-12-04 evening; A/B in one session, --always-pause against the
   default) 110 pods went from 9.52 s (2.27x) to 8.01 s (1.97x), their teardown from 8.26 to
   5.87 s. Without the CNI loopback plugin and, for pods without a hostPort, the portmap
