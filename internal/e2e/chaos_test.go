@@ -538,6 +538,17 @@ func endTask(t *testing.T, ctx context.Context, c containerd.Container) {
 	}
 }
 
+// endPodTasks kills and deletes the task of every container in recs (endTask), straight through
+// containerd, as a reboot or a dead shim would end them.
+func endPodTasks(t *testing.T, ctx context.Context, cl *containerd.Client, recs []podrunner.ContainerRecord) {
+	t.Helper()
+	for _, r := range recs {
+		if c, err := cl.LoadContainer(ctx, r.ID); err == nil {
+			endTask(t, ctx, c)
+		}
+	}
+}
+
 // unmountPins unmounts every namespace pinned under the agent's root and netns dirs (as a reboot
 // would) and returns how many.
 func unmountPins(t *testing.T, a *agent) int {
@@ -862,11 +873,7 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	a.kill9()
 	nctx, cl, closeCl := dialContainerd(t, a.address, a.ns, time.Minute)
 	defer closeCl()
-	for _, r := range a.records(string(rb.UID)) {
-		if c, err := cl.LoadContainer(nctx, r.ID); err == nil {
-			endTask(t, nctx, c)
-		}
-	}
+	endPodTasks(t, nctx, cl, a.records(string(rb.UID)))
 	unmountPins(t, a)
 	a.start()
 	rb = a.waitPod(time.Minute, "rebooted-"+node, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
@@ -881,11 +888,7 @@ func TestChaosTasksGoneWhileAgentDown(t *testing.T) {
 	qk := a.waitPod(time.Minute, "quick-"+node, "Running", running)
 	seenRunning := time.Now()
 	a.kill9()
-	for _, r := range a.records(string(qk.UID)) {
-		if c, err := cl.LoadContainer(nctx, r.ID); err == nil {
-			endTask(t, nctx, c)
-		}
-	}
+	endPodTasks(t, nctx, cl, a.records(string(qk.UID)))
 	killedAfter := time.Since(seenRunning)
 	a.start()
 	qk = a.waitPod(time.Minute, "quick-"+node, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })

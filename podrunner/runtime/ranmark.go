@@ -32,8 +32,8 @@ const ranMarkSuffix = "-ran"
 // ranMarkPath is the mark of the instance whose labels are given, "" for one without a
 // termination message file under root (a sandbox).
 func ranMarkPath(root string, labels map[string]string) string {
-	f := labels[LabelTermMsgFile]
-	if !strings.HasPrefix(f, filepath.Join(root, "pods")+string(filepath.Separator)) || !strings.HasSuffix(f, termMsgSuffix) {
+	f := termMsgFile(root, labels)
+	if !strings.HasSuffix(f, termMsgSuffix) {
 		return ""
 	}
 	return strings.TrimSuffix(f, termMsgSuffix) + ranMarkSuffix

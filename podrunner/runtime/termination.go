@@ -30,11 +30,11 @@ const (
 	LabelTermMsgPolicy = "podkeeper.io/termination-message-policy"
 )
 
-// terminationMessageMount creates the host file for container c's instance and returns its bind
-// mount, recording where it is in labels.
 // termMsgSuffix ends the name of an instance's termination message file, after its attempt.
 const termMsgSuffix = "-termination-log"
 
+// terminationMessageMount creates the host file for container c's instance and returns its bind
+// mount, recording where it is in labels.
 func terminationMessageMount(root string, pod *corev1.Pod, c *corev1.Container, attempt int, labels map[string]string) (specs.Mount, error) {
 	dest := c.TerminationMessagePath
 	if dest == "" {
@@ -126,8 +126,17 @@ func messageFromLabels(labels map[string]string) string {
 
 // removeTermMsgFile deletes an instance's termination message file (when it lies under root).
 func removeTermMsgFile(root string, labels map[string]string) {
-	f := labels[LabelTermMsgFile]
-	if f != "" && strings.HasPrefix(f, filepath.Join(root, "pods")+string(filepath.Separator)) {
+	if f := termMsgFile(root, labels); f != "" {
 		_ = os.Remove(f)
 	}
+}
+
+// termMsgFile is the termination message file of the instance with labels when it is one of
+// podkeeper's (under root's pods), else "".
+func termMsgFile(root string, labels map[string]string) string {
+	f := labels[LabelTermMsgFile]
+	if !strings.HasPrefix(f, filepath.Join(root, "pods")+string(filepath.Separator)) {
+		return ""
+	}
+	return f
 }
